@@ -1,0 +1,54 @@
+/* On-pool layout, version 1:
+ *
+ *   0        superblock (RP_SB_SIZE bytes)
+ *   4 KiB    home area (RP_HOME_SIZE): volume records, owned by the fs layer
+ *   64 KiB   allocation bitmap: one bit per block, 64-bit words in the pool
+ *            host's byte order (little-endian on every supported host), bit i
+ *            of word w is block w*64+i; bits past the last block are set
+ *   data_off blocks of block_size bytes, data_off aligned to block_size
+ */
+#ifndef RDMAPOOL_LAYOUT_H
+#define RDMAPOOL_LAYOUT_H
+
+#include <stdint.h>
+
+#define RP_POOL_MAGIC 0x314c4f4f50504452ull /* "RDPPOOL1" */
+#define RP_LAYOUT_VERSION 1
+#define RP_SB_SIZE 4096
+#define RP_HOME_OFFSET 4096
+#define RP_HOME_SIZE (60 * 1024)
+#define RP_BITMAP_OFFSET (64 * 1024)
+#define RP_MIN_BLOCKS 64
+
+struct rp_pool_sb {
+	uint64_t magic;
+	uint32_t layout_version;
+	uint32_t block_size;
+	uint8_t pool_uuid[16];
+	char cluster_name[64];
+	uint32_t peer_id;
+	uint64_t region_size;
+	uint64_t nblocks;
+	uint64_t bitmap_off;
+	uint64_t bitmap_words;
+	uint64_t data_off;
+	uint64_t created_ns;
+};
+
+/* Fill the geometry fields for a region; -ENOSPC when too small. */
+int rp_layout_compute(uint64_t region_size, uint32_t block_size, struct rp_pool_sb *sb);
+
+void rp_sb_encode(const struct rp_pool_sb *sb, uint8_t buf[RP_SB_SIZE]);
+/* -ENODATA: no superblock (blank); -EPROTO: other layout version;
+ * -EBADMSG: checksum or geometry wrong. */
+int rp_sb_decode(const uint8_t buf[RP_SB_SIZE], struct rp_pool_sb *sb);
+
+static inline uint64_t rp_block_offset(const struct rp_pool_sb *sb, uint64_t block)
+{
+	return sb->data_off + block * sb->block_size;
+}
+
+/* The bitmap's last word with the bits past nblocks set (never allocatable). */
+uint64_t rp_layout_tail_mask(const struct rp_pool_sb *sb);
+
+#endif

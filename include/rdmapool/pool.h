@@ -1,0 +1,100 @@
+/* The pool layer: the set of pools a cluster file names, their layouts, and
+ * the client-side allocator that claims blocks with remote compare-and-swap
+ * on the bitmaps in the pools. Uses only the transport below it. */
+#ifndef RDMAPOOL_POOL_H
+#define RDMAPOOL_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdmapool/cluster.h>
+#include <rdmapool/layout.h>
+#include <rdmapool/transport.h>
+
+struct rp_pool {
+	uint32_t index;            /* position in the cluster file */
+	struct rp_peer peer;
+	struct rp_conn *conn;      /* NULL when unreachable */
+	struct rp_pool_sb sb;
+	int error;                 /* why unusable: negative errno, 0 = up */
+	char err[320];
+	pthread_mutex_t mu;
+	uint64_t cursor;           /* next bitmap word this client looks at */
+};
+
+struct rp_poolset {
+	char cluster_name[RP_NAME_MAX + 1];
+	uint32_t block_size;
+	uint32_t op_timeout_ms;
+	size_t n;
+	struct rp_pool *pools;
+};
+
+/* Extent: count consecutive blocks starting at block in pool. */
+struct rp_extent {
+	uint32_t pool;
+	uint32_t count;
+	uint64_t block;
+};
+
+enum rp_poolset_flags {
+	RP_POOLSET_ALLOW_DOWN = 1, /* open even when some pools are unreachable */
+};
+
+int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t secret_len,
+		    int flags, struct rp_poolset **out, char *err, size_t errlen);
+void rp_poolset_close(struct rp_poolset *ps);
+
+static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->error == 0; }
+
+/* Claim up to want (1..64) contiguous free blocks in one pool: at least one
+ * block is claimed, fewer than want when no run that long is found nearby.
+ * -ENOSPC when the pool is full. */
+int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
+/* Same, trying every pool from first (mod n) on until one has space. */
+int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struct rp_extent *out);
+/* Release an extent; -EUCLEAN if any of its blocks was not allocated. */
+int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);
+
+/* Free and total blocks of one pool, read from its bitmap. */
+int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, uint64_t *free_blocks, uint64_t *total);
+/* Whole bitmap of a pool (bitmap_words words); caller frees. */
+int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words);
+
+/* Raw byte access to a pool's region (metadata, tools). */
+int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len);
+int rp_pool_write(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf, size_t len);
+int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t expect,
+		uint64_t desired, uint64_t *old);
+int rp_pool_faa(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t add, uint64_t *old);
+
+enum rp_transport_kind rp_pool_transport(const struct rp_pool *p);
+/* Debugging the servers' key check: use a wrong key from now on. */
+void rp_pool_debug_set_rkey(struct rp_poolset *ps, uint32_t pool, uint32_t rkey);
+
+
+
+/* ---- batched data I/O ---- */
+
+/* A buffer registered with every pool's connection, so one-sided operations
+ * move data straight between it and the pools. */
+struct rp_buf;
+int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out);
+void *rp_buf_data(const struct rp_buf *b);
+size_t rp_buf_len(const struct rp_buf *b);
+void rp_buf_free(struct rp_buf *b);
+
+struct rp_io {
+	uint32_t pool;
+	uint64_t off;        /* byte offset in the pool's region */
+	struct rp_buf *buf;
+	size_t buf_off;      /* where in buf */
+	uint32_t len;
+	int status;          /* set on return */
+};
+
+/* Read (RP_OP_READ) or write (RP_OP_WRITE) every io: all are posted at once,
+ * over all pools, then waited for once. Returns 0 or the first error. */
+int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode op, struct rp_io *ios, size_t n);
+#endif

@@ -1,0 +1,157 @@
+/* Block allocation by clients alone: read a span of a pool's bitmap, pick a
+ * free run inside one 64-bit word, claim it with one remote compare-and-swap,
+ * and on a conflict retry with the value the CAS returned. Many clients can
+ * allocate from one pool at once without the pool server's CPU. */
+#include "config.h"
+#include <rdmapool/bitmap.h>
+#include <rdmapool/log.h>
+#include <rdmapool/pool.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPAN_WORDS 64 /* bitmap words read per step: 512 bytes, 4096 blocks */
+
+static int get_pool(struct rp_poolset *ps, uint32_t pool, struct rp_pool **out)
+{
+	if (pool >= ps->n)
+		return -EINVAL;
+	*out = &ps->pools[pool];
+	if (!rp_pool_up(*out))
+		return (*out)->error ? (*out)->error : -ENOTCONN;
+	return 0;
+}
+
+static uint64_t word_off(const struct rp_pool *p, uint64_t w)
+{
+	return p->sb.bitmap_off + w * 8;
+}
+
+int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
+{
+	struct rp_pool *p;
+	uint64_t span[SPAN_WORDS];
+	int rc = get_pool(ps, pool, &p);
+	if (rc < 0)
+		return rc;
+	if (want == 0 || want > 64)
+		return -EINVAL;
+
+	pthread_mutex_lock(&p->mu);
+	uint64_t start = p->cursor;
+	pthread_mutex_unlock(&p->mu);
+	uint64_t words = p->sb.bitmap_words;
+
+	for (uint64_t scanned = 0; scanned < words;) {
+		uint64_t w0 = (start + scanned) % words;
+		uint64_t n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
+		rc = rp_conn_read(p->conn, word_off(p, w0), span, n * 8);
+		if (rc < 0)
+			return rc;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t v = span[i];
+			unsigned bit, len;
+			while (rp_bitmap_find_run(v, want, &bit, &len) == 0) {
+				uint64_t nv = v | rp_bitmap_mask(bit, len), old;
+				rc = rp_conn_cas(p->conn, word_off(p, w0 + i), v, nv, &old);
+				if (rc < 0)
+					return rc;
+				if (old == v) {
+					out->pool = pool;
+					out->block = (w0 + i) * 64 + bit;
+					out->count = len;
+					pthread_mutex_lock(&p->mu);
+					/* stay on a word that still has room */
+					p->cursor = (nv == ~0ull) ? (w0 + i + 1) % words : w0 + i;
+					pthread_mutex_unlock(&p->mu);
+					return 0;
+				}
+				v = old; /* lost a race: retry this word with its real value */
+			}
+		}
+		scanned += n;
+	}
+	return -ENOSPC;
+}
+
+int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struct rp_extent *out)
+{
+	int rc = -ENOSPC, last = -ENOSPC;
+	for (size_t k = 0; k < ps->n; k++) {
+		uint32_t pool = (uint32_t)((first + k) % ps->n);
+		rc = rp_pool_alloc(ps, pool, want, out);
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOSPC)
+			last = rc;
+	}
+	/* Full everywhere is ENOSPC; otherwise say why the rest failed. */
+	return last;
+}
+
+int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
+{
+	struct rp_pool *p;
+	int rc = get_pool(ps, e->pool, &p);
+	if (rc < 0)
+		return rc;
+	if (e->count == 0 || e->block + e->count > p->sb.nblocks)
+		return -EINVAL;
+	uint64_t b = e->block, end = e->block + e->count;
+	while (b < end) {
+		uint64_t w = b / 64;
+		unsigned bit = (unsigned)(b % 64);
+		unsigned len = (unsigned)RP_MIN(end - b, 64 - bit);
+		uint64_t mask = rp_bitmap_mask(bit, len), v, old;
+		/* fetch-and-add of 0 is an atomic read of the word */
+		rc = rp_conn_faa(p->conn, word_off(p, w), 0, &v);
+		for (;;) {
+			if (rc < 0)
+				return rc;
+			if ((v & mask) != mask) {
+				rp_err("pool %u: freeing blocks %llu+%u that are not allocated",
+				       e->pool, (unsigned long long)b, len);
+				return -EUCLEAN;
+			}
+			rc = rp_conn_cas(p->conn, word_off(p, w), v, v & ~mask, &old);
+			if (rc == 0 && old == v)
+				break;
+			v = old;
+		}
+		b += len;
+	}
+	return 0;
+}
+
+int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
+{
+	struct rp_pool *p;
+	int rc = get_pool(ps, pool, &p);
+	if (rc < 0)
+		return rc;
+	uint64_t *w = malloc(p->sb.bitmap_words * 8);
+	if (!w)
+		return -ENOMEM;
+	rc = rp_conn_read(p->conn, p->sb.bitmap_off, w, p->sb.bitmap_words * 8);
+	if (rc < 0) {
+		free(w);
+		return rc;
+	}
+	*words = w;
+	return 0;
+}
+
+int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, uint64_t *free_blocks, uint64_t *total)
+{
+	uint64_t *w;
+	int rc = rp_pool_read_bitmap(ps, pool, &w);
+	if (rc < 0)
+		return rc;
+	struct rp_pool *p = &ps->pools[pool];
+	*free_blocks = rp_bitmap_count_free(w, p->sb.bitmap_words);
+	*total = p->sb.nblocks;
+	free(w);
+	return 0;
+}

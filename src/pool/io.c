@@ -1,0 +1,117 @@
+/* Batched data I/O across pools: a request for many extents becomes one
+ * batch of one-sided operations per pool and a single wait. */
+#include "config.h"
+#include <rdmapool/pool.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rp_buf {
+	struct rp_poolset *ps;
+	void *data;
+	size_t len;
+	struct rp_mr **mrs; /* one per pool; NULL for a pool that is down */
+};
+
+int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out)
+{
+	struct rp_buf *b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->ps = ps;
+	b->len = len;
+	b->data = aligned_alloc(4096, RP_ALIGN_UP(len ? len : 1, 4096));
+	b->mrs = calloc(ps->n, sizeof(*b->mrs));
+	if (!b->data || !b->mrs) {
+		rp_buf_free(b);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ps->n; i++) {
+		if (!ps->pools[i].conn)
+			continue;
+		int rc = rp_mr_reg(ps->pools[i].conn, b->data, len ? len : 1, &b->mrs[i]);
+		if (rc < 0) {
+			rp_buf_free(b);
+			return rc;
+		}
+	}
+	*out = b;
+	return 0;
+}
+
+void *rp_buf_data(const struct rp_buf *b) { return b->data; }
+size_t rp_buf_len(const struct rp_buf *b) { return b->len; }
+
+void rp_buf_free(struct rp_buf *b)
+{
+	if (!b)
+		return;
+	if (b->mrs)
+		for (size_t i = 0; i < b->ps->n; i++)
+			rp_mr_dereg(b->mrs[i]);
+	free(b->mrs);
+	free(b->data);
+	free(b);
+}
+
+int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
+{
+	struct rp_completion comp;
+	struct rp_op *ops;
+	int rc = 0;
+
+	if (opc != RP_OP_READ && opc != RP_OP_WRITE)
+		return -EINVAL;
+	if (n == 0)
+		return 0;
+	ops = calloc(n, sizeof(*ops));
+	if (!ops)
+		return -ENOMEM;
+	rp_completion_init(&comp);
+	/* Post per pool in runs so each connection gets its ops in one call. */
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		uint32_t pool = ios[i].pool;
+		while (j < n && ios[j].pool == pool) {
+			struct rp_io *io = &ios[j];
+			io->status = 0;
+			if (pool >= ps->n || !ps->pools[pool].conn || !io->buf->mrs[pool] ||
+			    io->buf_off + io->len > io->buf->len || io->len > RP_MAX_IO) {
+				io->status = pool < ps->n && !ps->pools[pool].conn ? ps->pools[pool].error
+										  : -EINVAL;
+				if (!io->status)
+					io->status = -ENOTCONN;
+			}
+			ops[j] = (struct rp_op){ .opcode = opc, .offset = io->off,
+						  .local = (uint8_t *)io->buf->data + io->buf_off,
+						  .len = io->len,
+						  .mr = pool < ps->n ? io->buf->mrs[pool] : NULL };
+			j++;
+		}
+		/* Post the valid ones of this run, one connection call per run. */
+		size_t k = i;
+		while (k < j) {
+			size_t m = k;
+			while (m < j && ios[m].status == 0)
+				m++;
+			if (m > k)
+				rp_conn_post(ps->pools[pool].conn, ops + k, m - k, &comp);
+			while (m < j && ios[m].status != 0)
+				m++;
+			k = m;
+		}
+		i = j;
+	}
+	int werr = rp_completion_wait(&comp, ps->op_timeout_ms);
+	rp_completion_destroy(&comp);
+	for (size_t i = 0; i < n; i++) {
+		if (ios[i].status == 0 && ops[i].status < 0)
+			ios[i].status = ops[i].status;
+		if (ios[i].status < 0 && rc == 0)
+			rc = ios[i].status;
+	}
+	free(ops);
+	return rc ? rc : werr;
+}

@@ -1,0 +1,168 @@
+/* Opening the pools of a cluster: connect to each peer, read and check its
+ * superblock, and raw access to the regions. */
+#include "config.h"
+#include <rdmapool/log.h>
+#include <rdmapool/pool.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_sb(struct rp_pool *p, const struct rp_cluster *cl)
+{
+	uint8_t buf[RP_SB_SIZE];
+	int rc = rp_conn_read(p->conn, 0, buf, sizeof(buf));
+	if (rc < 0) {
+		snprintf(p->err, sizeof(p->err), "reading the superblock: %s", strerror(-rc));
+		return rc;
+	}
+	rc = rp_sb_decode(buf, &p->sb);
+	if (rc < 0) {
+		snprintf(p->err, sizeof(p->err), "%s",
+			 rc == -ENODATA ? "no pool superblock in the region"
+			 : rc == -EPROTO ? "pool layout version not supported by this client"
+					 : "pool superblock is damaged");
+		return rc;
+	}
+	if (strcmp(p->sb.cluster_name, cl->name) != 0 || p->sb.peer_id != p->peer.id) {
+		snprintf(p->err, sizeof(p->err), "region belongs to cluster \"%s\" peer %u, not \"%s\" peer %u",
+			 p->sb.cluster_name, p->sb.peer_id, cl->name, p->peer.id);
+		return -EINVAL;
+	}
+	if (p->sb.block_size != cl->block_size) {
+		snprintf(p->err, sizeof(p->err), "pool has %u-byte blocks, the cluster file says %u",
+			 p->sb.block_size, cl->block_size);
+		return -EINVAL;
+	}
+	if (p->sb.region_size != rp_conn_region_size(p->conn)) {
+		snprintf(p->err, sizeof(p->err), "superblock says %llu bytes, server exposes %llu",
+			 (unsigned long long)p->sb.region_size,
+			 (unsigned long long)rp_conn_region_size(p->conn));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t secret_len,
+		    int flags, struct rp_poolset **out, char *err, size_t errlen)
+{
+	struct rp_poolset *ps = calloc(1, sizeof(*ps));
+	int first_err = 0;
+
+	*out = NULL;
+	if (!ps)
+		return -ENOMEM;
+	ps->pools = calloc(cl->npeers, sizeof(*ps->pools));
+	if (!ps->pools) {
+		free(ps);
+		return -ENOMEM;
+	}
+	snprintf(ps->cluster_name, sizeof(ps->cluster_name), "%s", cl->name);
+	ps->block_size = cl->block_size;
+	ps->op_timeout_ms = cl->op_timeout_ms;
+	ps->n = cl->npeers;
+	for (size_t i = 0; i < cl->npeers; i++) {
+		struct rp_pool *p = &ps->pools[i];
+		struct rp_conn_params cp = {
+			.peer = &cl->peers[i], .kind = cl->peers[i].transport,
+			.cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
+			.connect_timeout_ms = cl->connect_timeout_ms, .op_timeout_ms = cl->op_timeout_ms,
+		};
+		p->index = (uint32_t)i;
+		p->peer = cl->peers[i];
+		pthread_mutex_init(&p->mu, NULL);
+		p->error = rp_conn_open(&cp, &p->conn, p->err, sizeof(p->err));
+		if (p->error == 0)
+			p->error = check_sb(p, cl);
+		if (p->error < 0) {
+			char why[sizeof(p->err)];
+			snprintf(why, sizeof(why), "peer %u (%.64s:%u): %.200s", p->peer.id,
+				 p->peer.host, p->peer.port, p->err);
+			memcpy(p->err, why, sizeof(p->err));
+			if (!first_err) {
+				first_err = p->error;
+				snprintf(err, errlen, "%.319s", why);
+			}
+			continue;
+		}
+		uint64_t r;
+		rp_random_bytes(&r, sizeof(r));
+		/* Clients start at different places so they rarely collide. */
+		p->cursor = r % p->sb.bitmap_words;
+	}
+	if (first_err && !(flags & RP_POOLSET_ALLOW_DOWN)) {
+		rp_poolset_close(ps);
+		return first_err;
+	}
+	*out = ps;
+	return 0;
+}
+
+void rp_poolset_close(struct rp_poolset *ps)
+{
+	if (!ps)
+		return;
+	for (size_t i = 0; i < ps->n; i++) {
+		rp_conn_close(ps->pools[i].conn);
+		pthread_mutex_destroy(&ps->pools[i].mu);
+	}
+	free(ps->pools);
+	free(ps);
+}
+
+static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
+{
+	if (pool >= ps->n) {
+		*rc = -EINVAL;
+		return NULL;
+	}
+	struct rp_pool *p = &ps->pools[pool];
+	if (!p->conn) {
+		*rc = p->error ? p->error : -ENOTCONN;
+		return NULL;
+	}
+	*rc = 0;
+	return p;
+}
+
+int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len)
+{
+	int rc;
+	struct rp_pool *p = usable(ps, pool, &rc);
+	return p ? rp_conn_read(p->conn, off, buf, len) : rc;
+}
+
+int rp_pool_write(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf, size_t len)
+{
+	int rc;
+	struct rp_pool *p = usable(ps, pool, &rc);
+	return p ? rp_conn_write(p->conn, off, buf, len) : rc;
+}
+
+int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t expect,
+		uint64_t desired, uint64_t *old)
+{
+	int rc;
+	struct rp_pool *p = usable(ps, pool, &rc);
+	return p ? rp_conn_cas(p->conn, off, expect, desired, old) : rc;
+}
+
+int rp_pool_faa(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t add, uint64_t *old)
+{
+	int rc;
+	struct rp_pool *p = usable(ps, pool, &rc);
+	return p ? rp_conn_faa(p->conn, off, add, old) : rc;
+}
+
+enum rp_transport_kind rp_pool_transport(const struct rp_pool *p)
+{
+	return p->conn ? rp_conn_kind(p->conn) : RP_TRANSPORT_AUTO;
+}
+
+void rp_pool_debug_set_rkey(struct rp_poolset *ps, uint32_t pool, uint32_t rkey)
+{
+	if (pool < ps->n && ps->pools[pool].conn)
+		rp_conn_debug_set_rkey(ps->pools[pool].conn, rkey);
+}

@@ -1,0 +1,525 @@
+/* rdma backend: an RC queue pair per pool, connected with librdmacm; the
+ * pool's address, rkey and size arrive in the accept's private data after the
+ * client proved the cluster secret in the request's. READ, WRITE, CMP_AND_SWP
+ * and FETCH_AND_ADD are posted as work requests, one signalled per group
+ * (selective signalling); a poller thread turns completions into op results. */
+#include "config.h"
+#include "rdma_common.h"
+#include "transport_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+#include <rdmapool/wire.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SQ_DEPTH 1024
+#define GROUPS (SQ_DEPTH / RP_GROUP_MAX)
+#define RECONNECT_BACKOFF_MS 500
+/* After an abort, flush completions are expected; if the device never
+ * delivers them, ops are failed anyway after this long. */
+#define FLUSH_GRACE_MS 2000
+
+struct rdma_mr {
+	const struct rp_conn_vtbl *vt;
+	struct ibv_mr *mr;
+};
+
+struct rdma_conn {
+	struct rp_conn base;
+	pthread_mutex_t mu; /* posting and reconnecting */
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	atomic_bool dead;
+	atomic_int dead_err;
+	atomic_bool stop;
+	atomic_uint_fast64_t dead_since_ms;
+	bool poller_running;
+	pthread_t poller;
+	uint64_t last_attempt_ms;
+	struct rp_inflight inflight;
+	uint64_t *atomic_slots; /* where CAS/FAA old values land: [GROUPS][RP_GROUP_MAX] */
+	struct ibv_mr *atomic_mr;
+};
+
+static const struct rp_conn_vtbl rdma_vtbl;
+
+int rp_transport_rdma_available(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (list)
+		ibv_free_device_list(list);
+	return list && n > 0;
+}
+
+static void to_error(struct rdma_conn *rc_, int err)
+{
+	int expected = 0;
+	atomic_compare_exchange_strong(&rc_->dead_err, &expected, err);
+	if (!atomic_exchange(&rc_->dead, true))
+		atomic_store(&rc_->dead_since_ms, rp_now_ms());
+	if (rc_->id && rc_->id->qp) {
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+		/* Moving to ERR flushes every outstanding work request. */
+		ibv_modify_qp(rc_->id->qp, &attr, IBV_QP_STATE);
+	}
+}
+
+static void handle_wc(struct rdma_conn *rc_, const struct ibv_wc *wc)
+{
+	uint64_t id = wc->wr_id;
+	int status = rp_rdma_wc_errno(wc->status);
+	uint32_t slot = RP_ID_SLOT(id), idx = RP_ID_INDEX(id);
+
+	if (status == -ECANCELED && atomic_load(&rc_->dead_err))
+		status = atomic_load(&rc_->dead_err);
+	/* A completion implies every earlier work request in the group is done;
+	 * copy the old values of the atomics among them. */
+	for (uint32_t i = 0; i <= idx && slot < GROUPS; i++) {
+		uint64_t iid = (id & ~0xffull) | i;
+		struct rp_op *op = rp_inflight_peek(&rc_->inflight, iid);
+		if (op && (op->opcode == RP_OP_CAS || op->opcode == RP_OP_FAA))
+			op->result = rc_->atomic_slots[slot * RP_GROUP_MAX + i];
+	}
+	if (status < 0 && !atomic_load(&rc_->dead)) {
+		rp_warn("peer %u: %s failed: %s (%s)", rc_->base.peer.id,
+			ibv_wc_status_str(wc->status), strerror(-status),
+			"queue pair is now in error; it is rebuilt on next use");
+		to_error(rc_, status);
+	}
+	rp_inflight_complete(&rc_->inflight, id, status, true);
+}
+
+static void *poller_main(void *arg)
+{
+	struct rdma_conn *rc_ = arg;
+	struct ibv_wc wc[32];
+
+	while (!atomic_load(&rc_->stop)) {
+		struct pollfd pfd[2] = { { .fd = rc_->cch->fd, .events = POLLIN },
+					 { .fd = rc_->ech->fd, .events = POLLIN } };
+		int n = poll(pfd, 2, 100);
+		if (n > 0 && (pfd[0].revents & POLLIN)) {
+			struct ibv_cq *cq;
+			void *ctx;
+			if (ibv_get_cq_event(rc_->cch, &cq, &ctx) == 0) {
+				ibv_ack_cq_events(cq, 1);
+				ibv_req_notify_cq(cq, 0);
+			}
+		}
+		if (n > 0 && (pfd[1].revents & POLLIN)) {
+			struct rp_cm_event ev;
+			if (rp_rdma_next_event(rc_->ech, 0, &ev) == 0 &&
+			    (ev.type == RDMA_CM_EVENT_DISCONNECTED ||
+			     ev.type == RDMA_CM_EVENT_DEVICE_REMOVAL)) {
+				rp_warn("peer %u (%s:%u): %s", rc_->base.peer.id, rc_->base.peer.host,
+					rc_->base.peer.port, rdma_event_str(ev.type));
+				to_error(rc_, -ECONNRESET);
+			}
+		}
+		/* Poll even without an event: cheap, and robust to a missed notify. */
+		int got;
+		while ((got = ibv_poll_cq(rc_->cq, 32, wc)) > 0)
+			for (int i = 0; i < got; i++)
+				handle_wc(rc_, &wc[i]);
+		if (atomic_load(&rc_->dead) && rp_inflight_count(&rc_->inflight) > 0 &&
+		    rp_now_ms() - atomic_load(&rc_->dead_since_ms) > FLUSH_GRACE_MS) {
+			rp_err("peer %u: device gave no flush completions; failing ops",
+			       rc_->base.peer.id);
+			rp_inflight_fail_all(&rc_->inflight, atomic_load(&rc_->dead_err));
+		}
+	}
+	return NULL;
+}
+
+static void teardown_qp(struct rdma_conn *rc_)
+{
+	if (rc_->poller_running) {
+		atomic_store(&rc_->stop, true);
+		pthread_join(rc_->poller, NULL);
+		rc_->poller_running = false;
+	}
+	rp_inflight_fail_all(&rc_->inflight, atomic_load(&rc_->dead_err) ? atomic_load(&rc_->dead_err) : -ECONNRESET);
+	if (rc_->id) {
+		if (rc_->id->qp) {
+			rdma_disconnect(rc_->id);
+			rdma_destroy_qp(rc_->id);
+		}
+		rdma_destroy_id(rc_->id);
+		rc_->id = NULL;
+	}
+	if (rc_->cq)
+		ibv_destroy_cq(rc_->cq);
+	rc_->cq = NULL;
+	if (rc_->cch)
+		ibv_destroy_comp_channel(rc_->cch);
+	rc_->cch = NULL;
+	if (rc_->ech)
+		rdma_destroy_event_channel(rc_->ech);
+	rc_->ech = NULL;
+}
+
+static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, struct rp_cm_event *ev,
+			char *err, size_t errlen)
+{
+	int rc = rp_rdma_next_event(rc_->ech, (int)rc_->base.connect_timeout_ms, ev);
+	const struct rp_peer *p = &rc_->base.peer;
+	if (rc < 0) {
+		snprintf(err, errlen, "peer %u (%s:%u): rdma connect: waiting for %s: %s", p->id,
+			 p->host, p->port, rdma_event_str(want), strerror(-rc));
+		return rc;
+	}
+	if (ev->type != want) {
+		if (ev->type == RDMA_CM_EVENT_REJECTED && ev->private_len >= 12 &&
+		    rp_get_le32(ev->private_data) == RP_RDMA_REP_MAGIC) {
+			int32_t st = (int32_t)rp_get_le32(ev->private_data + 8);
+			snprintf(err, errlen, "peer %u (%s:%u): refused: %s", p->id, p->host, p->port,
+				 st == -EACCES ? "authentication failed (wrong cluster secret or name)"
+					       : strerror(-st));
+			return st < 0 ? st : -ECONNREFUSED;
+		}
+		snprintf(err, errlen, "peer %u (%s:%u): rdma connect: got %s (status %d) instead of %s",
+			 p->id, p->host, p->port, rdma_event_str(ev->type), ev->status,
+			 rdma_event_str(want));
+		return ev->type == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EHOSTUNREACH;
+	}
+	return 0;
+}
+
+static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
+{
+	struct rp_conn *c = &rc_->base;
+	const struct rp_peer *p = &c->peer;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	struct rp_cm_event ev;
+	char port[16];
+	int rc;
+
+	atomic_store(&rc_->stop, false);
+	rc_->ech = rdma_create_event_channel();
+	if (!rc_->ech) {
+		snprintf(err, errlen, "peer %u: rdma_create_event_channel: %s", p->id, strerror(errno));
+		return -errno ? -errno : -ENODEV;
+	}
+	if (rdma_create_id(rc_->ech, &rc_->id, rc_, RDMA_PS_TCP)) {
+		rc = -errno;
+		snprintf(err, errlen, "peer %u: rdma_create_id: %s", p->id, strerror(-rc));
+		return rc;
+	}
+	snprintf(port, sizeof(port), "%u", p->port);
+	rc = getaddrinfo(p->host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "peer %u: cannot resolve %s: %s", p->id, p->host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	rc = rdma_resolve_addr(rc_->id, NULL, res->ai_addr, (int)c->connect_timeout_ms);
+	freeaddrinfo(res);
+	if (rc) {
+		rc = -errno;
+		snprintf(err, errlen, "peer %u (%s:%u): rdma_resolve_addr: %s", p->id, p->host, p->port,
+			 strerror(-rc));
+		return rc;
+	}
+	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ADDR_RESOLVED, &ev, err, errlen)) < 0)
+		return rc;
+	if (rdma_resolve_route(rc_->id, (int)c->connect_timeout_ms)) {
+		rc = -errno;
+		snprintf(err, errlen, "peer %u: rdma_resolve_route: %s", p->id, strerror(-rc));
+		return rc;
+	}
+	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, err, errlen)) < 0)
+		return rc;
+	struct ibv_context *ctx = rc_->id->verbs;
+	const char *devname = ibv_get_device_name(ctx->device);
+	if (p->device[0] && strcmp(p->device, devname) != 0) {
+		snprintf(err, errlen, "peer %u: route goes over device %s, but \"device\" is %s", p->id,
+			 devname, p->device);
+		return -ENODEV;
+	}
+	struct ibv_pd *pd = rp_rdma_pd_for(ctx);
+	if (!pd || (rc_->pd && rc_->pd != pd)) {
+		snprintf(err, errlen, "peer %u: no protection domain on %s", p->id, devname);
+		return -ENODEV;
+	}
+	rc_->pd = pd;
+	struct ibv_device_attr dattr;
+	if (ibv_query_device(ctx, &dattr)) {
+		snprintf(err, errlen, "peer %u: ibv_query_device(%s) failed", p->id, devname);
+		return -ENODEV;
+	}
+	if (dattr.atomic_cap == IBV_ATOMIC_NONE) {
+		snprintf(err, errlen, "peer %u: device %s has no atomic operations", p->id, devname);
+		return -EOPNOTSUPP;
+	}
+	if (!rc_->atomic_mr) {
+		rc_->atomic_mr = ibv_reg_mr(pd, rc_->atomic_slots, GROUPS * RP_GROUP_MAX * 8,
+					    IBV_ACCESS_LOCAL_WRITE);
+		if (!rc_->atomic_mr) {
+			rc = -errno;
+			snprintf(err, errlen, "peer %u: ibv_reg_mr: %s", p->id, strerror(-rc));
+			return rc;
+		}
+	}
+	rc_->cch = ibv_create_comp_channel(ctx);
+	rc_->cq = rc_->cch ? ibv_create_cq(ctx, SQ_DEPTH + 16, rc_, rc_->cch, 0) : NULL;
+	if (!rc_->cq || ibv_req_notify_cq(rc_->cq, 0)) {
+		snprintf(err, errlen, "peer %u: cannot create completion queue on %s", p->id, devname);
+		return -ENOMEM;
+	}
+	struct ibv_qp_init_attr qa = {
+		.send_cq = rc_->cq,
+		.recv_cq = rc_->cq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+		.cap = { .max_send_wr = SQ_DEPTH, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	if (rdma_create_qp(rc_->id, pd, &qa)) {
+		rc = -errno;
+		snprintf(err, errlen, "peer %u: rdma_create_qp: %s", p->id, strerror(-rc));
+		return rc;
+	}
+
+	uint8_t req[RP_RDMA_REQ_LEN] = { 0 }, mac[RP_SHA256_LEN], zeros[RP_NONCE_LEN] = { 0 };
+	uint64_t stamp = rp_wall_ns();
+	rp_put_le32(req, RP_RDMA_REQ_MAGIC);
+	rp_put_le16(req + 4, RP_WIRE_VERSION);
+	rp_put_le64(req + 8, stamp);
+	rp_random_bytes(req + 16, RP_NONCE_LEN);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, req + 16, zeros,
+		    c->cluster_name, stamp, mac);
+	memcpy(req + 32, mac, RP_RDMA_MAC_LEN);
+	struct rdma_conn_param cp = {
+		.private_data = req,
+		.private_data_len = sizeof(req),
+		.responder_resources = (uint8_t)RP_MIN(dattr.max_qp_rd_atom, 16),
+		.initiator_depth = (uint8_t)RP_MIN(dattr.max_qp_init_rd_atom, 16),
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	if (rdma_connect(rc_->id, &cp)) {
+		rc = -errno;
+		snprintf(err, errlen, "peer %u: rdma_connect: %s", p->id, strerror(-rc));
+		return rc;
+	}
+	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ESTABLISHED, &ev, err, errlen)) < 0)
+		return rc;
+	if (ev.private_len < RP_RDMA_REP_LEN || rp_get_le32(ev.private_data) != RP_RDMA_REP_MAGIC ||
+	    rp_get_le16(ev.private_data + 4) != RP_WIRE_VERSION) {
+		snprintf(err, errlen, "peer %u: accept carried no rdmapool v%u pool description",
+			 p->id, RP_WIRE_VERSION);
+		return -EPROTO;
+	}
+	const uint8_t *rep = ev.private_data;
+	uint32_t rkey = rp_get_le32(rep + 12);
+	uint64_t addr = rp_get_le64(rep + 16), size = rp_get_le64(rep + 24);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, req + 16, zeros,
+		    c->cluster_name, addr ^ size ^ rkey, mac);
+	if (rp_ct_memcmp(mac, rep + 32, RP_RDMA_MAC_LEN)) {
+		snprintf(err, errlen, "peer %u: server failed to prove the cluster secret", p->id);
+		return -EACCES;
+	}
+	c->rkey = rkey;
+	c->remote_addr = addr;
+	c->region_size = size;
+	atomic_store(&rc_->dead_err, 0);
+	atomic_store(&rc_->dead, false);
+	if (pthread_create(&rc_->poller, NULL, poller_main, rc_) != 0)
+		return -EAGAIN;
+	rc_->poller_running = true;
+	return 0;
+}
+
+static bool rdma_alive(void *arg)
+{
+	return !atomic_load(&((struct rdma_conn *)arg)->dead);
+}
+
+static int revive(struct rdma_conn *rc_)
+{
+	char err[256];
+	if (!atomic_load(&rc_->dead))
+		return 0;
+	uint64_t now = rp_now_ms();
+	if (now - rc_->last_attempt_ms < RECONNECT_BACKOFF_MS)
+		return -ENOTCONN;
+	rc_->last_attempt_ms = now;
+	teardown_qp(rc_);
+	int rc = dial(rc_, err, sizeof(err));
+	if (rc < 0) {
+		rp_warn("reconnect: %s", err);
+		atomic_store(&rc_->dead, true);
+		teardown_qp(rc_);
+		return rc;
+	}
+	rp_info("peer %u (%s:%u): reconnected over rdma", rc_->base.peer.id, rc_->base.peer.host,
+		rc_->base.peer.port);
+	return 0;
+}
+
+static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
+{
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	struct ibv_send_wr wrs[RP_GROUP_MAX], *bad;
+	struct ibv_sge sges[RP_GROUP_MAX];
+
+	pthread_mutex_lock(&rc_->mu);
+	int rc = revive(rc_);
+	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
+		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
+		struct rp_op *g = ops + base;
+		int64_t token = rc < 0 ? rc : rp_inflight_add(&rc_->inflight, g, gn, rdma_alive, rc_);
+		if (token < 0) {
+			for (uint32_t i = 0; i < gn; i++)
+				rp_op_complete(&g[i], (int)token);
+			continue;
+		}
+		uint32_t slot = (uint32_t)(token & 0xffff), nwr = 0;
+		for (uint32_t i = 0; i < gn; i++) {
+			struct rp_op *op = &g[i];
+			uint64_t id = ((uint64_t)token << 8) | i;
+			struct ibv_send_wr *wr = &wrs[nwr];
+			struct ibv_sge *sge = &sges[nwr];
+			memset(wr, 0, sizeof(*wr));
+			wr->wr_id = id;
+			wr->sg_list = sge;
+			wr->num_sge = 1;
+			uint64_t raddr = c->remote_addr + op->offset;
+			if (op->opcode == RP_OP_READ || op->opcode == RP_OP_WRITE) {
+				if (!op->mr || !op->local || op->len > RP_MAX_IO) {
+					rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
+					continue;
+				}
+				sge->addr = (uintptr_t)op->local;
+				sge->length = op->len;
+				sge->lkey = ((struct rdma_mr *)op->mr)->mr->lkey;
+				wr->opcode = op->opcode == RP_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+				wr->wr.rdma.remote_addr = raddr;
+				wr->wr.rdma.rkey = c->rkey;
+			} else if (op->opcode == RP_OP_CAS || op->opcode == RP_OP_FAA) {
+				sge->addr = (uintptr_t)&rc_->atomic_slots[slot * RP_GROUP_MAX + i];
+				sge->length = 8;
+				sge->lkey = rc_->atomic_mr->lkey;
+				wr->opcode = op->opcode == RP_OP_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP
+								     : IBV_WR_ATOMIC_FETCH_AND_ADD;
+				wr->wr.atomic.remote_addr = raddr;
+				wr->wr.atomic.rkey = c->rkey;
+				wr->wr.atomic.compare_add = op->opcode == RP_OP_CAS ? op->compare : op->value;
+				wr->wr.atomic.swap = op->value;
+			} else {
+				rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
+				continue;
+			}
+			if (nwr > 0)
+				wrs[nwr - 1].next = wr;
+			nwr++;
+		}
+		if (nwr == 0)
+			continue;
+		wrs[nwr - 1].send_flags = IBV_SEND_SIGNALED;
+		if (ibv_post_send(rc_->id->qp, wrs, &bad)) {
+			int perr = errno ? -errno : -EIO;
+			rp_warn("peer %u: ibv_post_send: %s", c->peer.id, strerror(-perr));
+			/* The posted part is flushed by the error state; the rest never
+			 * reached the queue pair. */
+			for (struct ibv_send_wr *w = bad; w; w = w->next)
+				rp_inflight_complete(&rc_->inflight, w->wr_id, perr, false);
+			to_error(rc_, perr);
+			rc = perr;
+		}
+	}
+	pthread_mutex_unlock(&rc_->mu);
+}
+
+static void rdma_abort(struct rp_conn *c, int err)
+{
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	if (!atomic_load(&rc_->dead))
+		rp_warn("peer %u (%s:%u): %s; resetting the queue pair", c->peer.id, c->peer.host,
+			c->peer.port, err == -ETIMEDOUT ? "operation timed out" : strerror(-err));
+	to_error(rc_, err);
+}
+
+static int rdma_mr_reg(struct rp_conn *c, void *buf, size_t len, struct rp_mr **out)
+{
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	struct rdma_mr *mr = malloc(sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->vt = &rdma_vtbl;
+	mr->mr = ibv_reg_mr(rc_->pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr->mr) {
+		int rc = errno ? -errno : -ENOMEM;
+		free(mr);
+		return rc;
+	}
+	*out = (struct rp_mr *)mr;
+	return 0;
+}
+
+static void rdma_mr_dereg(struct rp_mr *m)
+{
+	struct rdma_mr *mr = (struct rdma_mr *)m;
+	ibv_dereg_mr(mr->mr);
+	free(mr);
+}
+
+static void rdma_close(struct rp_conn *c)
+{
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	atomic_store(&rc_->dead_err, -ESHUTDOWN);
+	teardown_qp(rc_);
+	rp_conn_base_fini(c);
+	if (rc_->atomic_mr)
+		ibv_dereg_mr(rc_->atomic_mr);
+	free(rc_->atomic_slots);
+	rp_inflight_destroy(&rc_->inflight);
+	pthread_mutex_destroy(&rc_->mu);
+	free(rc_);
+}
+
+static const struct rp_conn_vtbl rdma_vtbl = {
+	.name = "rdma",
+	.post = rdma_post,
+	.abort = rdma_abort,
+	.mr_reg = rdma_mr_reg,
+	.mr_dereg = rdma_mr_dereg,
+	.close = rdma_close,
+};
+
+int rp_rdma_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err, size_t errlen)
+{
+	struct rdma_conn *rc_ = calloc(1, sizeof(*rc_));
+	int rc;
+
+	if (!rc_)
+		return -ENOMEM;
+	rp_conn_base_init(&rc_->base, &rdma_vtbl, p);
+	rc_->base.kind = RP_TRANSPORT_RDMA;
+	pthread_mutex_init(&rc_->mu, NULL);
+	rc_->atomic_slots = aligned_alloc(64, GROUPS * RP_GROUP_MAX * 8);
+	rc = rc_->atomic_slots ? rp_inflight_init(&rc_->inflight, GROUPS) : -ENOMEM;
+	if (rc < 0) {
+		free(rc_->atomic_slots);
+		free(rc_);
+		return rc;
+	}
+	rc = dial(rc_, err, errlen);
+	if (rc == 0)
+		rc = rp_conn_base_setup_bounce(&rc_->base);
+	if (rc < 0) {
+		rdma_close(&rc_->base);
+		return rc;
+	}
+	*out = &rc_->base;
+	return 0;
+}

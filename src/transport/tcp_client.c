@@ -1,0 +1,443 @@
+/* tcp backend: the one-sided operations as request/response frames over one
+ * TCP connection, served by the pool server's CPU. Requests from many threads
+ * are pipelined; a receive thread matches responses to ops by id. Only that
+ * thread completes posted ops, so a late response can never write into a
+ * buffer whose owner has already been told the op failed. */
+#include "config.h"
+#include "transport_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+#include <rdmapool/wire.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TCP_INFLIGHT_GROUPS 512
+#define RECONNECT_BACKOFF_MS 500
+
+struct tcp_mr {
+	const struct rp_conn_vtbl *vt;
+};
+
+struct tcp_conn {
+	struct rp_conn base;
+	pthread_mutex_t mu;       /* serializes posting and reconnecting */
+	pthread_mutex_t fd_mu;    /* guards fd against abort during a swap */
+	int fd;
+	atomic_bool dead;
+	atomic_int dead_err;
+	bool rx_running;
+	pthread_t rx;
+	uint64_t last_attempt_ms;
+	struct rp_inflight inflight;
+};
+
+static const struct rp_conn_vtbl tcp_vtbl;
+
+static void set_timeout(int fd, int opt, uint32_t ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+	setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+}
+
+static int connect_timeout(const struct addrinfo *ai, uint32_t ms, int *out)
+{
+	int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+	if (rc < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (rc < 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		rc = poll(&pfd, 1, (int)ms);
+		if (rc <= 0) {
+			close(fd);
+			return rc == 0 ? -ETIMEDOUT : -errno;
+		}
+		int soerr = 0;
+		socklen_t sl = sizeof(soerr);
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+		if (soerr) {
+			close(fd);
+			return -soerr;
+		}
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*out = fd;
+	return 0;
+}
+
+/* Connect to the peer and run the handshake; fills region size and key. */
+static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
+{
+	struct rp_conn *c = &tc->base;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
+	char port[16];
+	int fd = -1, rc;
+
+	snprintf(port, sizeof(port), "%u", c->peer.port);
+	rc = getaddrinfo(c->peer.host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "peer %u: cannot resolve %s: %s", c->peer.id, c->peer.host,
+			 gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	rc = -EHOSTUNREACH;
+	for (ai = res; ai; ai = ai->ai_next) {
+		rc = connect_timeout(ai, c->connect_timeout_ms, &fd);
+		if (rc == 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (rc < 0) {
+		snprintf(err, errlen, "peer %u (%s:%u): connect: %s", c->peer.id, c->peer.host,
+			 c->peer.port, strerror(-rc));
+		return rc;
+	}
+
+	uint8_t hello[RP_HELLO_LEN], auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN];
+	uint8_t cnonce[RP_NONCE_LEN], mac[RP_SHA256_LEN];
+	set_timeout(fd, SO_RCVTIMEO, c->connect_timeout_ms);
+	set_timeout(fd, SO_SNDTIMEO, c->connect_timeout_ms);
+	rc = rp_read_full(fd, hello, sizeof(hello));
+	if (rc < 0) {
+		snprintf(err, errlen, "peer %u (%s:%u): no greeting from pool server: %s", c->peer.id,
+			 c->peer.host, c->peer.port, rc == -EAGAIN ? "timed out" : strerror(-rc));
+		goto fail;
+	}
+	if (rp_get_le32(hello) != RP_HELLO_MAGIC) {
+		snprintf(err, errlen, "peer %u (%s:%u): not an rdmapoold (bad greeting magic)",
+			 c->peer.id, c->peer.host, c->peer.port);
+		rc = -EPROTO;
+		goto fail;
+	}
+	if (rp_get_le16(hello + 4) != RP_WIRE_VERSION) {
+		snprintf(err, errlen, "peer %u: server speaks protocol version %u, this client %u",
+			 c->peer.id, rp_get_le16(hello + 4), RP_WIRE_VERSION);
+		rc = -EPROTO;
+		goto fail;
+	}
+	rp_random_bytes(cnonce, sizeof(cnonce));
+	memset(auth, 0, sizeof(auth));
+	rp_put_le32(auth, RP_AUTH_MAGIC);
+	rp_put_le16(auth + 4, RP_WIRE_VERSION);
+	memcpy(auth + 8, cnonce, RP_NONCE_LEN);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, cnonce,
+		    c->cluster_name, 0, auth + 24);
+	rc = rp_write_full(fd, auth, sizeof(auth));
+	if (rc == 0)
+		rc = rp_read_full(fd, welcome, sizeof(welcome));
+	if (rc < 0) {
+		snprintf(err, errlen, "peer %u (%s:%u): handshake: %s", c->peer.id, c->peer.host,
+			 c->peer.port, strerror(-rc));
+		goto fail;
+	}
+	int32_t status = (int32_t)rp_get_le32(welcome + 4);
+	if (rp_get_le32(welcome) != RP_WELCOME_MAGIC || status != 0) {
+		rc = status < 0 ? status : -EPROTO;
+		snprintf(err, errlen, "peer %u (%s:%u): refused: %s", c->peer.id, c->peer.host,
+			 c->peer.port,
+			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
+				       : strerror(-rc));
+		goto fail;
+	}
+	uint64_t size = rp_get_le64(welcome + 8);
+	uint32_t rkey = rp_get_le32(welcome + 16);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, cnonce, hello + 8,
+		    c->cluster_name, size ^ ((uint64_t)rkey << 32), mac);
+	if (rp_ct_memcmp(mac, welcome + 24, RP_SHA256_LEN)) {
+		snprintf(err, errlen, "peer %u (%s:%u): server failed to prove the cluster secret",
+			 c->peer.id, c->peer.host, c->peer.port);
+		rc = -EACCES;
+		goto fail;
+	}
+	c->region_size = size;
+	c->rkey = rkey;
+	set_timeout(fd, SO_RCVTIMEO, 0);
+	/* A send stuck on a peer that stopped reading must fail, not block. */
+	set_timeout(fd, SO_SNDTIMEO, c->op_timeout_ms);
+	*out = fd;
+	return 0;
+fail:
+	close(fd);
+	return rc;
+}
+
+static void mark_dead(struct tcp_conn *tc, int err)
+{
+	int expected = 0;
+	atomic_compare_exchange_strong(&tc->dead_err, &expected, err);
+	atomic_store(&tc->dead, true);
+	pthread_mutex_lock(&tc->fd_mu);
+	if (tc->fd >= 0)
+		shutdown(tc->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&tc->fd_mu);
+}
+
+static int discard(int fd, uint32_t len)
+{
+	uint8_t sink[4096];
+	while (len > 0) {
+		uint32_t n = RP_MIN(len, (uint32_t)sizeof(sink));
+		int rc = rp_read_full(fd, sink, n);
+		if (rc < 0)
+			return rc;
+		len -= n;
+	}
+	return 0;
+}
+
+static void *rx_main(void *arg)
+{
+	struct tcp_conn *tc = arg;
+	int fd = tc->fd, rc;
+	uint8_t resp[RP_RESP_LEN];
+
+	for (;;) {
+		rc = rp_read_full(fd, resp, sizeof(resp));
+		if (rc < 0)
+			break;
+		uint64_t id = rp_get_le64(resp);
+		int32_t status = (int32_t)rp_get_le32(resp + 8);
+		uint32_t len = rp_get_le32(resp + 12);
+		struct rp_op *op = rp_inflight_peek(&tc->inflight, id);
+		if (len > RP_MAX_IO) {
+			rc = -EPROTO;
+			break;
+		}
+		if (op && op->opcode == RP_OP_READ && status == 0 && len == op->len) {
+			rc = rp_read_full(fd, op->local, len);
+		} else {
+			if (op && status == 0 && len != (op->opcode == RP_OP_READ ? op->len : 0))
+				status = -EPROTO;
+			rc = discard(fd, len);
+		}
+		if (rc < 0)
+			break;
+		if (op)
+			op->result = rp_get_le64(resp + 16);
+		rp_inflight_complete(&tc->inflight, id, status, false);
+	}
+	if (rc == -EPROTO)
+		rp_err("peer %u: malformed response, dropping connection", tc->base.peer.id);
+	mark_dead(tc, rc);
+	rp_inflight_fail_all(&tc->inflight, atomic_load(&tc->dead_err));
+	return NULL;
+}
+
+static bool tcp_alive(void *arg)
+{
+	return !atomic_load(&((struct tcp_conn *)arg)->dead);
+}
+
+/* Called with tc->mu held: bring a dead connection back if it is time to try. */
+static int revive(struct tcp_conn *tc)
+{
+	char err[256];
+	int fd, rc;
+
+	if (!atomic_load(&tc->dead))
+		return 0;
+	if (tc->rx_running) {
+		pthread_join(tc->rx, NULL);
+		tc->rx_running = false;
+	}
+	uint64_t now = rp_now_ms();
+	if (now - tc->last_attempt_ms < RECONNECT_BACKOFF_MS)
+		return -ENOTCONN;
+	tc->last_attempt_ms = now;
+	rc = dial(tc, &fd, err, sizeof(err));
+	if (rc < 0) {
+		rp_warn("reconnect: %s", err);
+		return rc;
+	}
+	pthread_mutex_lock(&tc->fd_mu);
+	if (tc->fd >= 0)
+		close(tc->fd);
+	tc->fd = fd;
+	pthread_mutex_unlock(&tc->fd_mu);
+	atomic_store(&tc->dead_err, 0);
+	atomic_store(&tc->dead, false);
+	if (pthread_create(&tc->rx, NULL, rx_main, tc) != 0) {
+		atomic_store(&tc->dead, true);
+		return -EAGAIN;
+	}
+	tc->rx_running = true;
+	rp_info("peer %u (%s:%u): reconnected over tcp", tc->base.peer.id, tc->base.peer.host,
+		tc->base.peer.port);
+	return 0;
+}
+
+static int validate(const struct rp_conn *c, const struct rp_op *op)
+{
+	switch (op->opcode) {
+	case RP_OP_READ:
+	case RP_OP_WRITE:
+		if (!op->local || op->len > RP_MAX_IO)
+			return -EINVAL;
+		(void)c;
+		return 0;
+	case RP_OP_CAS:
+	case RP_OP_FAA:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
+{
+	struct tcp_conn *tc = (struct tcp_conn *)c;
+
+	pthread_mutex_lock(&tc->mu);
+	int rc = revive(tc);
+	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
+		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
+		struct rp_op *g = ops + base;
+		if (rc < 0) {
+			for (uint32_t i = 0; i < gn; i++)
+				rp_op_complete(&g[i], rc);
+			continue;
+		}
+		int64_t token = rp_inflight_add(&tc->inflight, g, gn, tcp_alive, tc);
+		if (token < 0) {
+			rc = (int)token;
+			for (uint32_t i = 0; i < gn; i++)
+				rp_op_complete(&g[i], rc);
+			continue;
+		}
+		for (uint32_t i = 0; i < gn; i++) {
+			uint64_t id = ((uint64_t)token << 8) | i;
+			uint8_t req[RP_REQ_LEN] = { 0 };
+			int vrc = validate(c, &g[i]);
+			if (vrc < 0 || rc < 0) {
+				/* never sent: no response will come, complete here */
+				rp_inflight_complete(&tc->inflight, id, vrc < 0 ? vrc : rc, false);
+				continue;
+			}
+			req[0] = (uint8_t)g[i].opcode;
+			rp_put_le32(req + 4, c->rkey);
+			rp_put_le64(req + 8, id);
+			rp_put_le64(req + 16, g[i].offset);
+			rp_put_le32(req + 24, g[i].len);
+			rp_put_le64(req + 32, g[i].compare);
+			rp_put_le64(req + 40, g[i].value);
+			rc = rp_write_full(tc->fd, req, sizeof(req));
+			if (rc == 0 && g[i].opcode == RP_OP_WRITE)
+				rc = rp_write_full(tc->fd, g[i].local, g[i].len);
+			if (rc < 0) {
+				/* The receive thread fails this op and the rest when the
+				 * connection goes down; the ops after it are failed here. */
+				rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
+				mark_dead(tc, rc);
+			}
+		}
+	}
+	pthread_mutex_unlock(&tc->mu);
+}
+
+static void tcp_abort(struct rp_conn *c, int err)
+{
+	struct tcp_conn *tc = (struct tcp_conn *)c;
+	if (!atomic_load(&tc->dead))
+		rp_warn("peer %u (%s:%u): %s; dropping the connection", c->peer.id, c->peer.host,
+			c->peer.port, err == -ETIMEDOUT ? "operation timed out" : strerror(-err));
+	mark_dead(tc, err);
+}
+
+static int tcp_mr_reg(struct rp_conn *c, void *buf, size_t len, struct rp_mr **out)
+{
+	(void)c;
+	(void)buf;
+	(void)len;
+	struct tcp_mr *mr = malloc(sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->vt = &tcp_vtbl;
+	*out = (struct rp_mr *)mr;
+	return 0;
+}
+
+static void tcp_mr_dereg(struct rp_mr *mr)
+{
+	free(mr);
+}
+
+static void tcp_close(struct rp_conn *c)
+{
+	struct tcp_conn *tc = (struct tcp_conn *)c;
+	mark_dead(tc, -ESHUTDOWN);
+	if (tc->rx_running)
+		pthread_join(tc->rx, NULL);
+	if (tc->fd >= 0)
+		close(tc->fd);
+	rp_conn_base_fini(c);
+	rp_inflight_destroy(&tc->inflight);
+	pthread_mutex_destroy(&tc->mu);
+	pthread_mutex_destroy(&tc->fd_mu);
+	free(tc);
+}
+
+static const struct rp_conn_vtbl tcp_vtbl = {
+	.name = "tcp",
+	.post = tcp_post,
+	.abort = tcp_abort,
+	.mr_reg = tcp_mr_reg,
+	.mr_dereg = tcp_mr_dereg,
+	.close = tcp_close,
+};
+
+int rp_tcp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err, size_t errlen)
+{
+	struct tcp_conn *tc = calloc(1, sizeof(*tc));
+	int rc;
+
+	if (!tc)
+		return -ENOMEM;
+	rp_conn_base_init(&tc->base, &tcp_vtbl, p);
+	tc->base.kind = RP_TRANSPORT_TCP;
+	tc->fd = -1;
+	pthread_mutex_init(&tc->mu, NULL);
+	pthread_mutex_init(&tc->fd_mu, NULL);
+	rc = rp_inflight_init(&tc->inflight, TCP_INFLIGHT_GROUPS);
+	if (rc == 0)
+		rc = dial(tc, &tc->fd, err, errlen);
+	if (rc == 0 && pthread_create(&tc->rx, NULL, rx_main, tc) != 0)
+		rc = -EAGAIN;
+	if (rc < 0) {
+		if (tc->fd >= 0)
+			close(tc->fd);
+		tc->fd = -1;
+		if (tc->inflight.groups)
+			rp_inflight_destroy(&tc->inflight);
+		rp_conn_base_fini(&tc->base);
+		pthread_mutex_destroy(&tc->mu);
+		pthread_mutex_destroy(&tc->fd_mu);
+		free(tc);
+		return rc;
+	}
+	tc->rx_running = true;
+	rc = rp_conn_base_setup_bounce(&tc->base);
+	if (rc < 0) {
+		tcp_close(&tc->base);
+		return rc;
+	}
+	*out = &tc->base;
+	return 0;
+}

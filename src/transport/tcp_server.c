@@ -1,0 +1,378 @@
+/* tcp listener: a thread per client runs the handshake, then executes each
+ * request against the region after checking key and bounds, so a client can
+ * never touch memory outside the region. Compare-and-swap and fetch-and-add
+ * use the CPU's atomic instructions, so they are atomic across all clients. */
+#include "config.h"
+#include "listener.h"
+#include "transport_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+#include <rdmapool/wire.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 1024
+#define HANDSHAKE_TIMEOUT_MS 5000
+
+struct tcp_listener {
+	struct rp_listener head;
+	struct rp_serve_params p;
+	uint8_t secret[RP_SECRET_MAX];
+	uint32_t rkey;
+	int lfd;
+	pthread_t acceptor;
+	atomic_bool stopping;
+	pthread_mutex_t mu;
+	pthread_cond_t idle;
+	int clients[MAX_CLIENTS]; /* fds, -1 when free */
+	int nclients;
+};
+
+struct client {
+	struct tcp_listener *l;
+	int fd;
+	int slot;
+	char who[80];
+};
+
+static void describe(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char host[64] = "?", port[16] = "?";
+	getnameinfo((const struct sockaddr *)ss, sizeof(*ss), host, sizeof(host), port, sizeof(port),
+		    NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(buf, len, "%s:%s", host, port);
+}
+
+static int handshake(struct client *cl)
+{
+	struct tcp_listener *l = cl->l;
+	uint8_t hello[RP_HELLO_LEN] = { 0 }, auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN] = { 0 };
+	uint8_t mac[RP_SHA256_LEN];
+	struct timeval tv = { .tv_sec = HANDSHAKE_TIMEOUT_MS / 1000 };
+	int rc;
+
+	setsockopt(cl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(cl->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	rp_put_le32(hello, RP_HELLO_MAGIC);
+	rp_put_le16(hello + 4, RP_WIRE_VERSION);
+	rp_random_bytes(hello + 8, RP_NONCE_LEN);
+	if ((rc = rp_write_full(cl->fd, hello, sizeof(hello))) < 0 ||
+	    (rc = rp_read_full(cl->fd, auth, sizeof(auth))) < 0) {
+		rp_warn("client %s: handshake: %s", cl->who, rc == -EAGAIN ? "timed out" : strerror(-rc));
+		return rc;
+	}
+	int32_t status = 0;
+	if (rp_get_le32(auth) != RP_AUTH_MAGIC) {
+		rp_warn("client %s: not an rdmapool client (bad magic)", cl->who);
+		status = -EPROTO;
+	} else if (rp_get_le16(auth + 4) != RP_WIRE_VERSION) {
+		rp_warn("client %s: speaks protocol version %u, this server %u", cl->who,
+			rp_get_le16(auth + 4), RP_WIRE_VERSION);
+		status = -EPROTO;
+	} else {
+		rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, auth + 8,
+			    l->p.cluster_name, 0, mac);
+		if (rp_ct_memcmp(mac, auth + 24, RP_SHA256_LEN)) {
+			rp_warn("client %s: refused: authentication failed (wrong cluster secret or name)",
+				cl->who);
+			status = -EACCES;
+		}
+	}
+	rp_put_le32(welcome, RP_WELCOME_MAGIC);
+	rp_put_le32(welcome + 4, (uint32_t)status);
+	if (status == 0) {
+		/* Only an authenticated client learns the region's size and key. */
+		rp_put_le64(welcome + 8, l->p.size);
+		rp_put_le32(welcome + 16, l->rkey);
+		rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_SERVER, auth + 8, hello + 8,
+			    l->p.cluster_name, l->p.size ^ ((uint64_t)l->rkey << 32), welcome + 24);
+	}
+	rc = rp_write_full(cl->fd, welcome, sizeof(welcome));
+	if (status < 0)
+		return status;
+	if (rc < 0)
+		return rc;
+	tv.tv_sec = 0;
+	setsockopt(cl->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	int one = 1;
+	setsockopt(cl->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(cl->fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	return 0;
+}
+
+static int discard(int fd, uint32_t len)
+{
+	uint8_t sink[4096];
+	while (len > 0) {
+		uint32_t n = RP_MIN(len, (uint32_t)sizeof(sink));
+		int rc = rp_read_full(fd, sink, n);
+		if (rc < 0)
+			return rc;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Check one request against the key and the region. */
+static int32_t check(const struct tcp_listener *l, uint8_t opc, uint32_t rkey, uint64_t off,
+		     uint32_t len)
+{
+	if (rkey != l->rkey)
+		return -EACCES;
+	switch (opc) {
+	case RP_OP_READ:
+	case RP_OP_WRITE:
+		if (off > l->p.size || len > l->p.size - off)
+			return -ERANGE;
+		return 0;
+	case RP_OP_CAS:
+	case RP_OP_FAA:
+		if (off % 8)
+			return -EINVAL;
+		if (off > l->p.size - 8 || l->p.size < 8)
+			return -ERANGE;
+		return 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+static int serve(struct client *cl)
+{
+	struct tcp_listener *l = cl->l;
+	uint8_t *base = l->p.base;
+	uint8_t req[RP_REQ_LEN], resp[RP_RESP_LEN];
+	int rc;
+
+	for (;;) {
+		rc = rp_read_full(cl->fd, req, sizeof(req));
+		if (rc == -ECONNRESET)
+			return 0; /* client closed between requests */
+		if (rc < 0)
+			return rc;
+		uint8_t opc = req[0];
+		uint32_t rkey = rp_get_le32(req + 4);
+		uint64_t id = rp_get_le64(req + 8);
+		uint64_t off = rp_get_le64(req + 16);
+		uint32_t len = rp_get_le32(req + 24);
+		uint64_t cmp = rp_get_le64(req + 32), val = rp_get_le64(req + 40), result = 0;
+		if (opc < RP_OP_READ || opc > RP_OP_FAA || len > RP_MAX_IO) {
+			rp_warn("client %s: malformed request (op %u, len %u); closing", cl->who, opc, len);
+			return -EPROTO;
+		}
+		int32_t status = check(l, opc, rkey, off, len);
+		if (status == -EACCES)
+			rp_warn("client %s: %s with wrong key 0x%08x refused", cl->who,
+				rp_op_name(opc), rkey);
+		else if (status < 0)
+			rp_warn("client %s: %s of %u bytes at offset %llu refused: %s", cl->who,
+				rp_op_name(opc), len, (unsigned long long)off, strerror(-status));
+		switch (status == 0 ? opc : 0) {
+		case RP_OP_WRITE:
+			rc = rp_read_full(cl->fd, base + off, len);
+			break;
+		case RP_OP_CAS: {
+			uint64_t *w = (uint64_t *)(base + off);
+			uint64_t expected = cmp;
+			__atomic_compare_exchange_n(w, &expected, val, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			result = expected; /* the old value, whether or not it matched */
+			break;
+		}
+		case RP_OP_FAA:
+			result = __atomic_fetch_add((uint64_t *)(base + off), val, __ATOMIC_SEQ_CST);
+			break;
+		default:
+			/* a refused WRITE's payload is read and dropped to stay in step */
+			if (opc == RP_OP_WRITE)
+				rc = discard(cl->fd, len);
+		}
+		if (rc < 0)
+			return rc;
+		uint32_t rlen = (opc == RP_OP_READ && status == 0) ? len : 0;
+		rp_put_le64(resp, id);
+		rp_put_le32(resp + 8, (uint32_t)status);
+		rp_put_le32(resp + 12, rlen);
+		rp_put_le64(resp + 16, result);
+		rp_put_le64(resp + 24, 0);
+		rc = rp_write_full(cl->fd, resp, sizeof(resp));
+		if (rc == 0 && rlen)
+			rc = rp_write_full(cl->fd, base + off, rlen);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	struct tcp_listener *l = cl->l;
+	int rc = handshake(cl);
+	if (rc == 0) {
+		rp_info("client %s connected", cl->who);
+		rc = serve(cl);
+		if (rc < 0 && !atomic_load(&l->stopping))
+			rp_warn("client %s: connection lost: %s", cl->who, strerror(-rc));
+		else
+			rp_info("client %s disconnected", cl->who);
+	}
+	pthread_mutex_lock(&l->mu);
+	close(cl->fd);
+	l->clients[cl->slot] = -1;
+	if (--l->nclients == 0)
+		pthread_cond_broadcast(&l->idle);
+	pthread_mutex_unlock(&l->mu);
+	free(cl);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct tcp_listener *l = arg;
+	while (!atomic_load(&l->stopping)) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(l->lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (!atomic_load(&l->stopping))
+				rp_err("accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE) {
+				poll(NULL, 0, 100);
+				continue;
+			}
+			break;
+		}
+		struct client *cl = calloc(1, sizeof(*cl));
+		pthread_t t;
+		pthread_mutex_lock(&l->mu);
+		int slot = -1;
+		for (int i = 0; i < MAX_CLIENTS && cl; i++)
+			if (l->clients[i] < 0) {
+				slot = i;
+				break;
+			}
+		if (slot < 0 || atomic_load(&l->stopping)) {
+			pthread_mutex_unlock(&l->mu);
+			rp_warn("refusing client: %s", slot < 0 ? "too many clients" : "shutting down");
+			close(fd);
+			free(cl);
+			continue;
+		}
+		cl->l = l;
+		cl->fd = fd;
+		cl->slot = slot;
+		describe(&ss, cl->who, sizeof(cl->who));
+		l->clients[slot] = fd;
+		l->nclients++;
+		pthread_mutex_unlock(&l->mu);
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, client_main, cl) != 0) {
+			pthread_mutex_lock(&l->mu);
+			l->clients[slot] = -1;
+			l->nclients--;
+			pthread_mutex_unlock(&l->mu);
+			close(fd);
+			free(cl);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+static void tcp_stop(struct rp_listener *h)
+{
+	struct tcp_listener *l = (struct tcp_listener *)h;
+	atomic_store(&l->stopping, true);
+	shutdown(l->lfd, SHUT_RDWR);
+	pthread_join(l->acceptor, NULL);
+	close(l->lfd);
+	pthread_mutex_lock(&l->mu);
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (l->clients[i] >= 0)
+			shutdown(l->clients[i], SHUT_RDWR);
+	while (l->nclients > 0)
+		pthread_cond_wait(&l->idle, &l->mu);
+	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_destroy(&l->mu);
+	pthread_cond_destroy(&l->idle);
+	memset(l->secret, 0, sizeof(l->secret));
+	free(l);
+}
+
+int rp_tcp_listen(const struct rp_serve_params *p, struct rp_listener **out, char *err,
+		  size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE }, *res;
+	char port[16];
+	int rc;
+
+	snprintf(port, sizeof(port), "%u", p->self->port);
+	rc = getaddrinfo(p->self->host, port, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve %s: %s", p->self->host, gai_strerror(rc));
+		return -EADDRNOTAVAIL;
+	}
+	struct tcp_listener *l = calloc(1, sizeof(*l));
+	if (!l) {
+		freeaddrinfo(res);
+		return -ENOMEM;
+	}
+	l->head.stop = tcp_stop;
+	l->p = *p;
+	memcpy(l->secret, p->secret, RP_MIN(p->secret_len, sizeof(l->secret)));
+	l->p.secret = l->secret;
+	rp_random_bytes(&l->rkey, sizeof(l->rkey));
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		l->clients[i] = -1;
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_cond_init(&l->idle, NULL);
+	l->lfd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (l->lfd >= 0)
+		setsockopt(l->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l->lfd < 0 || bind(l->lfd, res->ai_addr, res->ai_addrlen) < 0 || listen(l->lfd, 128) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "tcp listen on %s:%u: %s", p->self->host, p->self->port,
+			 strerror(-rc));
+		freeaddrinfo(res);
+		if (l->lfd >= 0)
+			close(l->lfd);
+		pthread_mutex_destroy(&l->mu);
+		pthread_cond_destroy(&l->idle);
+		free(l);
+		return rc;
+	}
+	freeaddrinfo(res);
+	if (pthread_create(&l->acceptor, NULL, accept_main, l) != 0) {
+		close(l->lfd);
+		pthread_mutex_destroy(&l->mu);
+		pthread_cond_destroy(&l->idle);
+		free(l);
+		return -EAGAIN;
+	}
+	*out = &l->head;
+	return 0;
+}
+
+void rp_listener_stop(struct rp_listener *l)
+{
+	if (l)
+		l->stop(l);
+}

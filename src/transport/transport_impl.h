@@ -1,0 +1,101 @@
+/* Internals shared by the transport backends: the connection base object,
+ * the in-flight table that maps wire ids / work request ids back to ops, and
+ * the authentication handshake. Not for use outside src/transport. */
+#ifndef RDMAPOOL_TRANSPORT_IMPL_H
+#define RDMAPOOL_TRANSPORT_IMPL_H
+
+#include <rdmapool/crypto.h>
+#include <rdmapool/transport.h>
+
+#include <stdbool.h>
+
+/* Ops are tracked in groups of at most RP_GROUP_MAX (one post call is split
+ * into groups); a group is the unit of selective signalling on rdma. */
+#define RP_GROUP_MAX 32
+
+struct rp_group {
+	struct rp_op *ops;
+	uint32_t n;
+	uint32_t done_mask;
+	uint32_t gen;
+	bool used;
+};
+
+/* Token = gen << 16 | slot; wire id / wr_id = token << 8 | index in group.
+ * A stale token (its group already failed by an abort) is simply ignored, so
+ * a late reply can never touch memory its caller has since reused. */
+struct rp_inflight {
+	pthread_mutex_t mu;
+	pthread_cond_t space;
+	uint32_t cap;
+	uint32_t used;
+	uint32_t next;
+	struct rp_group *groups;
+};
+
+int rp_inflight_init(struct rp_inflight *t, uint32_t cap);
+void rp_inflight_destroy(struct rp_inflight *t);
+/* Reserve a group for ops[0..n); waits for space while alive() holds.
+ * Returns the token or a negative errno. */
+int64_t rp_inflight_add(struct rp_inflight *t, struct rp_op *ops, uint32_t n,
+			bool (*alive)(void *), void *arg);
+/* Look an op up without completing it (NULL when stale). */
+struct rp_op *rp_inflight_peek(struct rp_inflight *t, uint64_t id);
+/* Complete op idx of the group; when prior_ok, first complete earlier
+ * not-yet-done ops of the group with success (rdma: a completion implies all
+ * earlier work requests on the queue pair succeeded). */
+void rp_inflight_complete(struct rp_inflight *t, uint64_t id, int status, bool prior_ok);
+/* Fail every outstanding op with err (abort, peer gone). */
+void rp_inflight_fail_all(struct rp_inflight *t, int err);
+uint32_t rp_inflight_count(struct rp_inflight *t);
+
+#define RP_ID_SLOT(id) ((uint32_t)(((id) >> 8) & 0xffff))
+#define RP_ID_GEN(id) ((uint32_t)((id) >> 24))
+#define RP_ID_INDEX(id) ((uint32_t)((id) & 0xff))
+
+void rp_op_complete(struct rp_op *op, int status);
+
+struct rp_conn_vtbl {
+	const char *name;
+	void (*post)(struct rp_conn *c, struct rp_op *ops, size_t n);
+	void (*abort)(struct rp_conn *c, int err);
+	int (*mr_reg)(struct rp_conn *c, void *buf, size_t len, struct rp_mr **out);
+	void (*mr_dereg)(struct rp_mr *mr);
+	void (*close)(struct rp_conn *c);
+};
+
+struct rp_conn {
+	const struct rp_conn_vtbl *vt;
+	enum rp_transport_kind kind;
+	struct rp_peer peer;
+	char cluster_name[RP_NAME_MAX + 1];
+	uint8_t secret[RP_SECRET_MAX];
+	size_t secret_len;
+	uint32_t connect_timeout_ms;
+	uint32_t op_timeout_ms;
+	uint64_t region_size;
+	uint64_t remote_addr; /* rdma: region's virtual address */
+	uint32_t rkey;
+	/* bounce buffer for the rp_conn_read/write convenience calls */
+	pthread_mutex_t bounce_mu;
+	void *bounce;
+	struct rp_mr *bounce_mr;
+};
+
+void rp_conn_base_init(struct rp_conn *c, const struct rp_conn_vtbl *vt,
+		       const struct rp_conn_params *p);
+int rp_conn_base_setup_bounce(struct rp_conn *c);
+void rp_conn_base_fini(struct rp_conn *c);
+
+/* Backends. */
+int rp_tcp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err, size_t errlen);
+int rp_rdma_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err, size_t errlen);
+
+/* Authentication: HMAC-SHA-256 with the cluster secret over both nonces and
+ * the cluster name, in each direction with its own label. */
+#define RP_NONCE_LEN 16
+void rp_auth_mac(const uint8_t *secret, size_t secret_len, const char *label,
+		 const uint8_t *nonce_a, const uint8_t *nonce_b, const char *cluster_name,
+		 uint64_t stamp, uint8_t out[RP_SHA256_LEN]);
+
+#endif

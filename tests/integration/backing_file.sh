@@ -1,0 +1,36 @@
+#!/bin/bash
+# A pool backed by a file keeps its bytes across a restart, and a backing file
+# that does not match is refused, not reformatted.
+. "$(dirname "$0")/lib.sh"
+
+make_cluster 1
+B="$T/pool0.img"
+start_pool 0 16M --backing-file "$B" || bail "pool did not start"
+head -c 200000 /dev/urandom > "$T/blob"
+check "write data" "$RDMAPOOL" write -c "$CLUSTER" --peer 0 --offset 300001 --in "$T/blob"
+check "allocate blocks" bash -c "'$HELPERS/alloc_stress' '$CLUSTER' alloc 0 10 8 1 > '$T/ext'"
+used=$(blocks_used 0)
+check "SIGTERM flushes and stops" stop_pool 0 TERM
+check "restart from the backing file" start_pool 0 16M --backing-file "$B"
+grep -q "existing pool kept" "$T/pool0.log" && ok "kept, not reformatted" || not_ok "kept, not reformatted"
+check "read back" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 300001 --length 200000 --out "$T/back"
+check "bytes survived the restart" cmp "$T/blob" "$T/back"
+is "allocations survived the restart" "$(blocks_used 0)" "$used"
+stop_pool 0 KILL
+check "restart after kill -9" start_pool 0 16M --backing-file "$B"
+check "read back after kill -9" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 300001 --length 200000 --out "$T/back2"
+check "bytes survived kill -9 (shared mapping)" cmp "$T/blob" "$T/back2"
+stop_pool 0 TERM
+
+check_fails "other size refused" "holds 16777216 bytes but --size asks for 33554432" \
+	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 32M --backing-file "$B" --foreground
+sed 's/"name": "test"/"name": "other"/' "$CLUSTER" > "$T/other.json"
+check_fails "other cluster refused" "belongs to cluster \"test\", not \"other\"" \
+	"$RDMAPOOLD" -c "$T/other.json" --id 0 --size 16M --backing-file "$B" --foreground
+cp "$B" "$T/damaged.img"
+printf 'XX' | dd of="$T/damaged.img" bs=1 seek=200 conv=notrunc 2> /dev/null
+check_fails "damaged superblock refused" "superblock is damaged" \
+	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 16M --backing-file "$T/damaged.img" --foreground
+check "--reformat wipes it" start_pool 0 16M --backing-file "$T/damaged.img" --reformat
+is "reformatted pool is empty" "$(blocks_used 0)" "0"
+done_testing

@@ -1,0 +1,44 @@
+#!/bin/bash
+# The server refuses what it must: out-of-bounds, a wrong key, a wrong secret,
+# a truncated or malformed message; and it keeps serving others afterwards.
+. "$(dirname "$0")/lib.sh"
+
+make_cluster 1
+start_pool 0 16M || bail "pool did not start"
+size=$((16 * 1024 * 1024))
+check_fails "read past the end refused" "Numerical result out of range" \
+	"$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset $((size - 10)) --length 11
+check_fails "write past the end refused" "Numerical result out of range" \
+	"$RDMAPOOL" write -c "$CLUSTER" --peer 0 --offset $((size + 4096)) --data x
+check_fails "offset overflow refused" "Numerical result out of range" \
+	"$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 18446744073709551615 --length 2
+check_fails "cas past the end refused" "Numerical result out of range" \
+	"$RDMAPOOL" cas -c "$CLUSTER" --peer 0 --offset $size --expect 0 --swap 1
+check "last byte readable" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset $((size - 1)) --length 1 --out /dev/null
+
+check "write a marker" "$RDMAPOOL" write -c "$CLUSTER" --peer 0 --offset 8192 --data MARKER
+check_fails "wrong rkey refused" "Permission denied" \
+	"$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6 --rkey 12345
+grep -q "wrong key 0x00003039 refused" "$T/pool0.log" && ok "server logged the wrong key" || not_ok "server logged the wrong key"
+check_fails "write with a wrong rkey refused" "Permission denied" \
+	"$RDMAPOOL" write -c "$CLUSTER" --peer 0 --offset 8192 --data XXXXXX --rkey 1
+out=$("$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6)
+is "refused write changed nothing" "$out" "MARKER"
+
+cp "$T/secret" "$T/secret.good"
+echo "a-completely-different-secret" > "$T/secret"
+check_fails "wrong secret refused by the client" "authentication failed" \
+	"$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6
+grep -q "refused: authentication failed" "$T/pool0.log" && ok "server logged the refusal" || not_ok "server logged the refusal"
+cp "$T/secret.good" "$T/secret"
+
+port=$(grep -o '"port": [0-9]*' "$CLUSTER" | head -1 | grep -o '[0-9]*')
+# A client that connects and sends garbage, or stops mid-message.
+check "garbage handshake does not crash the server" bash -c \
+	"exec 3<>/dev/tcp/127.0.0.1/$port; head -c 32 <&3 >/dev/null; printf 'GARBAGEGARBAGEGARBAGEGARBAGEGARBAGEGARBAGEGARBAGEGARBAGE' >&3; cat <&3 >/dev/null; exec 3>&-"
+check "truncated handshake does not crash the server" bash -c \
+	"exec 3<>/dev/tcp/127.0.0.1/$port; head -c 32 <&3 >/dev/null; printf 'RPAU' >&3; exec 3>&-"
+sleep 0.3
+check "server still serves" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6 --out /dev/null
+kill -0 "$(pool_pid 0)" && ok "server process alive" || not_ok "server process alive"
+done_testing
