@@ -21,6 +21,7 @@ struct rp_pool {
 	char err[320];
 	pthread_mutex_t mu;
 	uint64_t cursor;           /* next bitmap word this client looks at */
+	uint64_t last_revive_ms;   /* last reconnect attempt */
 };
 
 struct rp_poolset {
@@ -47,6 +48,12 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 void rp_poolset_close(struct rp_poolset *ps);
 
 static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->error == 0; }
+
+/* Make sure a pool can be used: reconnect a dropped connection (at most every
+ * half second) and check that the region behind it is the same pool (same
+ * uuid); a pool whose server came back empty is marked failed for good.
+ * Returns 0 or a negative errno. */
+int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
 
 /* Claim up to want (1..64) contiguous free blocks in one pool: at least one
  * block is claimed, fewer than want when no run that long is found nearby.

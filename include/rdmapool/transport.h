@@ -8,6 +8,7 @@
 #define RDMAPOOL_TRANSPORT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,12 @@ struct rp_conn_params {
 /* Connect and authenticate. err receives a message naming the peer. */
 int rp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err, size_t errlen);
 void rp_conn_close(struct rp_conn *c);
+
+/* A connection whose peer died, timed out or broke the protocol stays down:
+ * every op posted to it fails with -ENOTCONN until the owner reconnects it
+ * (and checks that the region behind it is still the same). */
+bool rp_conn_is_up(const struct rp_conn *c);
+int rp_conn_reconnect(struct rp_conn *c, char *err, size_t errlen);
 
 uint64_t rp_conn_region_size(const struct rp_conn *c);
 enum rp_transport_kind rp_conn_kind(const struct rp_conn *c);

@@ -16,12 +16,10 @@
 
 static int get_pool(struct rp_poolset *ps, uint32_t pool, struct rp_pool **out)
 {
-	if (pool >= ps->n)
-		return -EINVAL;
-	*out = &ps->pools[pool];
-	if (!rp_pool_up(*out))
-		return (*out)->error ? (*out)->error : -ENOTCONN;
-	return 0;
+	int rc = rp_pool_ensure(ps, pool);
+	if (rc == 0)
+		*out = &ps->pools[pool];
+	return rc;
 }
 
 static uint64_t word_off(const struct rp_pool *p, uint64_t w)
@@ -31,7 +29,7 @@ static uint64_t word_off(const struct rp_pool *p, uint64_t w)
 
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
 {
-	struct rp_pool *p;
+	struct rp_pool *p = NULL;
 	uint64_t span[SPAN_WORDS];
 	int rc = get_pool(ps, pool, &p);
 	if (rc < 0)
@@ -93,7 +91,7 @@ int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struc
 
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
-	struct rp_pool *p;
+	struct rp_pool *p = NULL;
 	int rc = get_pool(ps, e->pool, &p);
 	if (rc < 0)
 		return rc;
@@ -127,7 +125,7 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 
 int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
 {
-	struct rp_pool *p;
+	struct rp_pool *p = NULL;
 	int rc = get_pool(ps, pool, &p);
 	if (rc < 0)
 		return rc;

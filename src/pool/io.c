@@ -74,16 +74,13 @@ int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, 
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		uint32_t pool = ios[i].pool;
+		int up = rp_pool_ensure(ps, pool);
 		while (j < n && ios[j].pool == pool) {
 			struct rp_io *io = &ios[j];
-			io->status = 0;
-			if (pool >= ps->n || !ps->pools[pool].conn || !io->buf->mrs[pool] ||
-			    io->buf_off + io->len > io->buf->len || io->len > RP_MAX_IO) {
-				io->status = pool < ps->n && !ps->pools[pool].conn ? ps->pools[pool].error
-										  : -EINVAL;
-				if (!io->status)
-					io->status = -ENOTCONN;
-			}
+			io->status = up;
+			if (up == 0 && (!io->buf->mrs[pool] || io->buf_off + io->len > io->buf->len ||
+					io->len > RP_MAX_IO))
+				io->status = -EINVAL;
 			ops[j] = (struct rp_op){ .opcode = opc, .offset = io->off,
 						  .local = (uint8_t *)io->buf->data + io->buf_off,
 						  .len = io->len,

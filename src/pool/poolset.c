@@ -112,19 +112,62 @@ void rp_poolset_close(struct rp_poolset *ps)
 	free(ps);
 }
 
+#define REVIVE_BACKOFF_MS 500
+
+int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
+{
+	if (pool >= ps->n)
+		return -EINVAL;
+	struct rp_pool *p = &ps->pools[pool];
+	if (!p->conn)
+		return p->error ? p->error : -ENOTCONN;
+	if (p->error)
+		return p->error;
+	if (rp_conn_is_up(p->conn))
+		return 0;
+	int rc = 0;
+	pthread_mutex_lock(&p->mu);
+	if (p->error || rp_conn_is_up(p->conn))
+		goto out;
+	uint64_t now = rp_now_ms();
+	if (now - p->last_revive_ms < REVIVE_BACKOFF_MS) {
+		rc = -ENOTCONN;
+		goto out;
+	}
+	p->last_revive_ms = now;
+	char err[320];
+	rc = rp_conn_reconnect(p->conn, err, sizeof(err));
+	if (rc < 0) {
+		rp_warn("reconnect: %s", err);
+		goto out;
+	}
+	uint8_t buf[RP_SB_SIZE];
+	struct rp_pool_sb sb;
+	rc = rp_conn_read(p->conn, 0, buf, sizeof(buf));
+	if (rc == 0 && (rp_sb_decode(buf, &sb) < 0 ||
+			memcmp(sb.pool_uuid, p->sb.pool_uuid, sizeof(sb.pool_uuid)) != 0 ||
+			sb.nblocks != p->sb.nblocks)) {
+		/* The server came back with another pool (restarted without its
+		 * backing file): what this client knew of it is gone. */
+		snprintf(p->err, sizeof(p->err),
+			 "peer %u (%.64s:%u): server restarted with a different pool; its data is lost",
+			 p->peer.id, p->peer.host, p->peer.port);
+		rp_err("%s", p->err);
+		p->error = rc = -ESTALE;
+		goto out;
+	}
+	if (rc == 0)
+		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,
+			p->peer.port, rp_transport_name(rp_conn_kind(p->conn)));
+out:
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
 static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
 {
-	if (pool >= ps->n) {
-		*rc = -EINVAL;
-		return NULL;
-	}
-	struct rp_pool *p = &ps->pools[pool];
-	if (!p->conn) {
-		*rc = p->error ? p->error : -ENOTCONN;
-		return NULL;
-	}
-	*rc = 0;
-	return p;
+	*rc = rp_pool_ensure(ps, pool);
+	return *rc ? NULL : &ps->pools[pool];
 }
 
 int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len)

@@ -21,7 +21,6 @@
 
 #define SQ_DEPTH 1024
 #define GROUPS (SQ_DEPTH / RP_GROUP_MAX)
-#define RECONNECT_BACKOFF_MS 500
 /* After an abort, flush completions are expected; if the device never
  * delivers them, ops are failed anyway after this long. */
 #define FLUSH_GRACE_MS 2000
@@ -45,7 +44,6 @@ struct rdma_conn {
 	atomic_uint_fast64_t dead_since_ms;
 	bool poller_running;
 	pthread_t poller;
-	uint64_t last_attempt_ms;
 	struct rp_inflight inflight;
 	uint64_t *atomic_slots; /* where CAS/FAA old values land: [GROUPS][RP_GROUP_MAX] */
 	struct ibv_mr *atomic_mr;
@@ -344,26 +342,27 @@ static bool rdma_alive(void *arg)
 	return !atomic_load(&((struct rdma_conn *)arg)->dead);
 }
 
-static int revive(struct rdma_conn *rc_)
+static int rdma_reconnect(struct rp_conn *c, char *err, size_t errlen)
 {
-	char err[256];
-	if (!atomic_load(&rc_->dead))
-		return 0;
-	uint64_t now = rp_now_ms();
-	if (now - rc_->last_attempt_ms < RECONNECT_BACKOFF_MS)
-		return -ENOTCONN;
-	rc_->last_attempt_ms = now;
-	teardown_qp(rc_);
-	int rc = dial(rc_, err, sizeof(err));
-	if (rc < 0) {
-		rp_warn("reconnect: %s", err);
-		atomic_store(&rc_->dead, true);
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	int rc = 0;
+
+	pthread_mutex_lock(&rc_->mu);
+	if (atomic_load(&rc_->dead)) {
 		teardown_qp(rc_);
-		return rc;
+		rc = dial(rc_, err, errlen);
+		if (rc < 0) {
+			atomic_store(&rc_->dead, true);
+			teardown_qp(rc_);
+		}
 	}
-	rp_info("peer %u (%s:%u): reconnected over rdma", rc_->base.peer.id, rc_->base.peer.host,
-		rc_->base.peer.port);
-	return 0;
+	pthread_mutex_unlock(&rc_->mu);
+	return rc;
+}
+
+static bool rdma_is_up(const struct rp_conn *c)
+{
+	return !atomic_load(&((const struct rdma_conn *)c)->dead);
 }
 
 static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
@@ -373,7 +372,7 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 	struct ibv_sge sges[RP_GROUP_MAX];
 
 	pthread_mutex_lock(&rc_->mu);
-	int rc = revive(rc_);
+	int rc = atomic_load(&rc_->dead) ? -ENOTCONN : 0;
 	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
 		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
 		struct rp_op *g = ops + base;
@@ -493,6 +492,8 @@ static const struct rp_conn_vtbl rdma_vtbl = {
 	.abort = rdma_abort,
 	.mr_reg = rdma_mr_reg,
 	.mr_dereg = rdma_mr_dereg,
+	.reconnect = rdma_reconnect,
+	.is_up = rdma_is_up,
 	.close = rdma_close,
 };
 

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #define TCP_INFLIGHT_GROUPS 512
-#define RECONNECT_BACKOFF_MS 500
 
 struct tcp_mr {
 	const struct rp_conn_vtbl *vt;
@@ -39,7 +38,6 @@ struct tcp_conn {
 	atomic_int dead_err;
 	bool rx_running;
 	pthread_t rx;
-	uint64_t last_attempt_ms;
 	struct rp_inflight inflight;
 };
 
@@ -247,27 +245,21 @@ static bool tcp_alive(void *arg)
 	return !atomic_load(&((struct tcp_conn *)arg)->dead);
 }
 
-/* Called with tc->mu held: bring a dead connection back if it is time to try. */
-static int revive(struct tcp_conn *tc)
+static int tcp_reconnect(struct rp_conn *c, char *err, size_t errlen)
 {
-	char err[256];
-	int fd, rc;
+	struct tcp_conn *tc = (struct tcp_conn *)c;
+	int fd, rc = 0;
 
+	pthread_mutex_lock(&tc->mu);
 	if (!atomic_load(&tc->dead))
-		return 0;
+		goto out;
 	if (tc->rx_running) {
 		pthread_join(tc->rx, NULL);
 		tc->rx_running = false;
 	}
-	uint64_t now = rp_now_ms();
-	if (now - tc->last_attempt_ms < RECONNECT_BACKOFF_MS)
-		return -ENOTCONN;
-	tc->last_attempt_ms = now;
-	rc = dial(tc, &fd, err, sizeof(err));
-	if (rc < 0) {
-		rp_warn("reconnect: %s", err);
-		return rc;
-	}
+	rc = dial(tc, &fd, err, errlen);
+	if (rc < 0)
+		goto out;
 	pthread_mutex_lock(&tc->fd_mu);
 	if (tc->fd >= 0)
 		close(tc->fd);
@@ -276,13 +268,19 @@ static int revive(struct tcp_conn *tc)
 	atomic_store(&tc->dead_err, 0);
 	atomic_store(&tc->dead, false);
 	if (pthread_create(&tc->rx, NULL, rx_main, tc) != 0) {
-		atomic_store(&tc->dead, true);
-		return -EAGAIN;
+		mark_dead(tc, -EAGAIN);
+		rc = -EAGAIN;
+		goto out;
 	}
 	tc->rx_running = true;
-	rp_info("peer %u (%s:%u): reconnected over tcp", tc->base.peer.id, tc->base.peer.host,
-		tc->base.peer.port);
-	return 0;
+out:
+	pthread_mutex_unlock(&tc->mu);
+	return rc;
+}
+
+static bool tcp_is_up(const struct rp_conn *c)
+{
+	return !atomic_load(&((const struct tcp_conn *)c)->dead);
 }
 
 static int validate(const struct rp_conn *c, const struct rp_op *op)
@@ -306,7 +304,7 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 	struct tcp_conn *tc = (struct tcp_conn *)c;
 
 	pthread_mutex_lock(&tc->mu);
-	int rc = revive(tc);
+	int rc = atomic_load(&tc->dead) ? -ENOTCONN : 0;
 	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
 		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
 		struct rp_op *g = ops + base;
@@ -400,6 +398,8 @@ static const struct rp_conn_vtbl tcp_vtbl = {
 	.abort = tcp_abort,
 	.mr_reg = tcp_mr_reg,
 	.mr_dereg = tcp_mr_dereg,
+	.reconnect = tcp_reconnect,
+	.is_up = tcp_is_up,
 	.close = tcp_close,
 };
 

@@ -330,6 +330,13 @@ void rp_conn_close(struct rp_conn *c)
 		c->vt->close(c);
 }
 
+bool rp_conn_is_up(const struct rp_conn *c) { return c->vt->is_up(c); }
+
+int rp_conn_reconnect(struct rp_conn *c, char *err, size_t errlen)
+{
+	return c->vt->reconnect(c, err, errlen);
+}
+
 uint64_t rp_conn_region_size(const struct rp_conn *c) { return c->region_size; }
 enum rp_transport_kind rp_conn_kind(const struct rp_conn *c) { return c->kind; }
 const struct rp_peer *rp_conn_peer(const struct rp_conn *c) { return &c->peer; }

@@ -61,6 +61,8 @@ struct rp_conn_vtbl {
 	void (*abort)(struct rp_conn *c, int err);
 	int (*mr_reg)(struct rp_conn *c, void *buf, size_t len, struct rp_mr **out);
 	void (*mr_dereg)(struct rp_mr *mr);
+	int (*reconnect)(struct rp_conn *c, char *err, size_t errlen);
+	bool (*is_up)(const struct rp_conn *c);
 	void (*close)(struct rp_conn *c);
 };
 
