@@ -16,6 +16,8 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } commands[] = {
+	{ "mkfs", cmd_mkfs, "create a filesystem volume in the cluster" },
+	{ "fsck", cmd_fsck, "check volumes against the pool bitmaps; --repair frees leaks" },
 	{ "status", cmd_status, "show each pool: reachable, transport, size, usage, latency" },
 	{ "read", cmd_read, "read bytes from a pool (debugging)" },
 	{ "write", cmd_write, "write bytes to a pool (debugging)" },

@@ -26,5 +26,7 @@ int cmd_read(int argc, char **argv);
 int cmd_write(int argc, char **argv);
 int cmd_cas(int argc, char **argv);
 int cmd_faa(int argc, char **argv);
+int cmd_mkfs(int argc, char **argv);
+int cmd_fsck(int argc, char **argv);
 
 #endif

@@ -1,0 +1,127 @@
+/* Checkpoints: the whole namespace written as a fresh log of a new epoch;
+ * the volume record then points at it and the old log's segments are freed.
+ * A crash before the switch leaves the old log in charge (the new segments
+ * leak, which fsck finds); after it, the new one. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+
+#include <errno.h>
+#include <string.h>
+
+#define IMAGE_FLUSH_BYTES (512u * 1024)
+
+static int put(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r)
+{
+	r->flags = REC_F_END;
+	int rc = log_append(fs, w, r);
+	if (rc == 0 && w->pend_bytes >= IMAGE_FLUSH_BYTES)
+		rc = log_flush(fs, w);
+	return rc;
+}
+
+int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
+{
+	struct rp_rec r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	r.type = REC_NEXT_INO;
+	r.ino = fs->next_ino;
+	if ((rc = put(fs, w, &r)) < 0)
+		return rc;
+	/* every inode first, so that directory entries find their targets */
+	for (size_t b = 0; b < fs->it.nb; b++) {
+		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+			fs_rec_attr(in, &r);
+			if ((rc = put(fs, w, &r)) < 0)
+				return rc;
+			if (in->target) {
+				memset(&r, 0, sizeof(r));
+				r.type = REC_SYMLINK;
+				r.ino = in->ino;
+				r.name = in->target;
+				r.name_len = (uint32_t)strlen(in->target);
+				if ((rc = put(fs, w, &r)) < 0)
+					return rc;
+			}
+			for (size_t i = 0; i < in->nxattrs; i++) {
+				memset(&r, 0, sizeof(r));
+				r.type = REC_XATTR_SET;
+				r.ino = in->ino;
+				r.name = in->xattrs[i].name;
+				r.name_len = (uint32_t)strlen(in->xattrs[i].name);
+				r.value = in->xattrs[i].value;
+				r.value_len = (uint32_t)in->xattrs[i].len;
+				if ((rc = put(fs, w, &r)) < 0)
+					return rc;
+			}
+			for (size_t i = 0; i < in->map.n; i++) {
+				memset(&r, 0, sizeof(r));
+				r.type = REC_EXT_SET;
+				r.ino = in->ino;
+				r.fblock = in->map.v[i].fblock;
+				r.ext = (struct rp_extent){ .pool = in->map.v[i].pool,
+							    .block = in->map.v[i].pblock,
+							    .count = in->map.v[i].count };
+				if ((rc = put(fs, w, &r)) < 0)
+					return rc;
+			}
+		}
+	}
+	for (size_t b = 0; b < fs->it.nb; b++) {
+		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+			if (!in->dir)
+				continue;
+			for (size_t i = 0; i < in->dir->n; i++) {
+				const struct rp_dirent *e = &in->dir->ents[i];
+				if (!e->name)
+					continue;
+				memset(&r, 0, sizeof(r));
+				r.type = REC_DIRENT_ADD;
+				r.ino = in->ino;
+				r.ino2 = e->ino;
+				r.name = e->name;
+				r.name_len = (uint32_t)strlen(e->name);
+				if ((rc = put(fs, w, &r)) < 0)
+					return rc;
+			}
+		}
+	}
+	return log_flush(fs, w);
+}
+
+int checkpoint(struct rp_fs *fs)
+{
+	struct rp_logw nw;
+	int rc;
+
+	if (fs->ro)
+		return 0;
+	if ((rc = log_flush(fs, &fs->log)) < 0)
+		return rc;
+	if ((rc = log_init(fs, &nw, fs->vol.epoch + 1)) < 0)
+		return rc;
+	rc = checkpoint_write_image(fs, &nw);
+	struct rp_volrec nv = fs->vol;
+	if (rc == 0) {
+		nv.epoch = nw.epoch;
+		nv.head = nw.segs.v[0];
+		rc = vol_write(fs->ps, fs->slot, &nv);
+	}
+	if (rc < 0) {
+		rp_err("checkpoint of volume \"%s\" failed: %s; keeping the current log",
+		       fs->vol.name, strerror(-rc));
+		log_discard(fs, &nw, true);
+		return rc;
+	}
+	/* The new log is in charge: the old one's segments are garbage. */
+	log_discard(fs, &fs->log, true);
+	fs->log = nw;
+	fs->vol = nv;
+	fs->log_segments_at_ckpt = (uint32_t)nw.segs.n;
+	rp_debug("volume \"%s\": checkpoint, epoch %llu, %zu segments", fs->vol.name,
+		 (unsigned long long)fs->vol.epoch, nw.segs.n);
+	return 0;
+}

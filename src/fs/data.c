@@ -1,0 +1,570 @@
+/* File data: reads and writes as batches of one-sided operations straight
+ * into the pool blocks that a file's map names, with new blocks taken from
+ * the pools stripe by stripe. Invariant: inside a mapped block, bytes past
+ * the end of the file are zero (new blocks are zero-filled around what is
+ * written; truncation zeroes the tail it cuts), so holes and tails read as
+ * zeros without any bookkeeping. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_BUFS 32
+#define MAX_FILE_SIZE (1ull << 50)
+
+int bufpool_get(struct rp_fs *fs, struct rp_buf **out)
+{
+	struct rp_bufpool *bp = &fs->bufs;
+	pthread_mutex_lock(&bp->mu);
+	while (bp->nfree == 0 && bp->total >= MAX_BUFS)
+		pthread_cond_wait(&bp->cv, &bp->mu);
+	if (bp->nfree) {
+		*out = bp->free[--bp->nfree];
+		pthread_mutex_unlock(&bp->mu);
+		return 0;
+	}
+	bp->total++;
+	pthread_mutex_unlock(&bp->mu);
+	int rc = rp_buf_alloc(fs->ps, bp->size, out);
+	if (rc < 0) {
+		pthread_mutex_lock(&bp->mu);
+		bp->total--;
+		pthread_cond_signal(&bp->cv);
+		pthread_mutex_unlock(&bp->mu);
+	}
+	return rc;
+}
+
+void bufpool_put(struct rp_fs *fs, struct rp_buf *b)
+{
+	struct rp_bufpool *bp = &fs->bufs;
+	pthread_mutex_lock(&bp->mu);
+	bp->free[bp->nfree++] = b;
+	pthread_cond_signal(&bp->cv);
+	pthread_mutex_unlock(&bp->mu);
+}
+
+int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
+{
+	while (len > 0) {
+		struct rp_io ios[64];
+		size_t n = 0;
+		while (len > 0 && n < 64) {
+			uint32_t chunk = (uint32_t)RP_MIN(len, (uint64_t)ZERO_BUF_SIZE);
+			ios[n++] = (struct rp_io){ .pool = pool, .off = off, .buf = fs->zero, .len = chunk };
+			off += chunk;
+			len -= chunk;
+		}
+		int rc = rp_poolset_rw(fs->ps, RP_OP_WRITE, ios, n);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Where file byte pos lives: pool and byte offset, or a hole (-1). */
+struct piece {
+	uint64_t fpos;   /* file offset */
+	uint32_t len;
+	int32_t pool;    /* -1: hole */
+	uint64_t poff;   /* byte offset in the pool */
+};
+
+/* Split [off, off+len) along the map into pieces; at most max. */
+static size_t map_pieces(struct rp_fs *fs, const struct rp_inode *in, uint64_t off, uint64_t len,
+			 struct piece *out, size_t max)
+{
+	const uint64_t B = fs->block_size;
+	size_t n = 0;
+	uint64_t pos = off, end = off + len;
+	size_t i = emap_find(&in->map, off / B);
+	while (pos < end && n < max) {
+		const struct rp_fext *x = i < in->map.n ? &in->map.v[i] : NULL;
+		uint64_t xs = x ? x->fblock * B : UINT64_MAX, xe = x ? (x->fblock + x->count) * B : UINT64_MAX;
+		struct piece *p = &out[n++];
+		p->fpos = pos;
+		if (pos < xs) {
+			p->pool = -1;
+			p->poff = 0;
+			p->len = (uint32_t)RP_MIN(RP_MIN(end, xs) - pos, (uint64_t)UINT32_MAX);
+		} else {
+			const struct rp_pool_sb *sb = &fs->ps->pools[x->pool].sb;
+			p->pool = (int32_t)x->pool;
+			p->poff = rp_block_offset(sb, x->pblock) + (pos - xs);
+			p->len = (uint32_t)RP_MIN(RP_MIN(end, xe) - pos, (uint64_t)UINT32_MAX);
+			i++;
+		}
+		pos += p->len;
+	}
+	return n;
+}
+
+static int map_err(int rc)
+{
+	/* whatever went wrong below, an application sees an I/O error */
+	switch (rc) {
+	case -ENOSPC: case -ENOMEM: case -EFBIG: case -EROFS: case -ENOENT:
+		return rc;
+	default:
+		return rc < 0 ? -EIO : rc;
+	}
+}
+
+/* Move one request's pieces between the pools and buf; pieces cover
+ * [off, off+len) with len <= the buffer size. */
+static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size_t n, uint64_t off,
+		    struct rp_buf *b)
+{
+	struct rp_io ios[64];
+	size_t k = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (ps[i].pool < 0) {
+			if (opc == RP_OP_READ)
+				memset((uint8_t *)rp_buf_data(b) + (ps[i].fpos - off), 0, ps[i].len);
+			continue;
+		}
+		ios[k++] = (struct rp_io){ .pool = (uint32_t)ps[i].pool, .off = ps[i].poff, .buf = b,
+					   .buf_off = ps[i].fpos - off, .len = ps[i].len };
+		if (k == 64) {
+			rc = rp_poolset_rw(fs->ps, opc, ios, k);
+			k = 0;
+		}
+	}
+	if (rc == 0 && k)
+		rc = rp_poolset_rw(fs->ps, opc, ios, k);
+	return rc;
+}
+
+ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
+{
+	struct piece ps[256];
+	struct rp_buf *b;
+	size_t done = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	pthread_mutex_unlock(&fs->mu);
+	if (!in)
+		return -ENOENT;
+	if (S_ISDIR(in->mode))
+		return -EISDIR;
+	if (!S_ISREG(in->mode))
+		return -EINVAL;
+	if ((rc = bufpool_get(fs, &b)) < 0)
+		return rc;
+	pthread_rwlock_rdlock(&in->io);
+	while (done < len && rc == 0) {
+		pthread_mutex_lock(&fs->mu);
+		uint64_t size = in->size, pos = off + done;
+		if (pos >= size) {
+			pthread_mutex_unlock(&fs->mu);
+			break;
+		}
+		uint64_t chunk = RP_MIN(RP_MIN((uint64_t)(len - done), size - pos), (uint64_t)rp_buf_len(b));
+		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
+		chunk = ps[n - 1].fpos + ps[n - 1].len - pos; /* fewer pieces than needed: shorter */
+		pthread_mutex_unlock(&fs->mu);
+		rc = transfer(fs, RP_OP_READ, ps, n, pos, b);
+		if (rc == 0) {
+			memcpy((uint8_t *)dst + done, rp_buf_data(b), chunk);
+			done += chunk;
+		}
+	}
+	pthread_rwlock_unlock(&in->io);
+	bufpool_put(fs, b);
+	if (rc < 0) {
+		rp_warn("read of inode %llu at %llu: %s", (unsigned long long)ino,
+			(unsigned long long)off, strerror(-rc));
+		return map_err(rc);
+	}
+	if (done && !fs->ro && fs_writable(fs) == 0) {
+		/* relatime: note an access when atime is older than the last change
+		 * or more than a day old */
+		pthread_mutex_lock(&fs->mu);
+		struct timespec now = fs_now();
+		if (in->atime.tv_sec <= in->mtime.tv_sec || in->atime.tv_sec <= in->ctime.tv_sec ||
+		    now.tv_sec - in->atime.tv_sec > 86400) {
+			struct rp_rec r;
+			fs_rec_attr(in, &r);
+			r.atime = now;
+			fs_commit(fs, &r, 1);
+		}
+		pthread_mutex_unlock(&fs->mu);
+	}
+	return (ssize_t)done;
+}
+
+/* Allocate blocks for the unmapped parts of file blocks [fb, fb+count),
+ * stripe by stripe; the new runs are returned in runs (not yet mapped). */
+static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint64_t count,
+		       struct rp_fext **runs, size_t *nruns)
+{
+	size_t cap = 0;
+	*runs = NULL;
+	*nruns = 0;
+	uint64_t end = fb + count, b = fb;
+	while (b < end) {
+		/* skip what is mapped */
+		pthread_mutex_lock(&fs->mu);
+		size_t i = emap_find(&in->map, b);
+		uint64_t next_mapped = i < in->map.n ? in->map.v[i].fblock : UINT64_MAX;
+		uint64_t mapped_end = i < in->map.n ? in->map.v[i].fblock + in->map.v[i].count : 0;
+		pthread_mutex_unlock(&fs->mu);
+		if (next_mapped <= b) {
+			b = mapped_end;
+			continue;
+		}
+		uint64_t gap_end = RP_MIN(end, next_mapped);
+		while (b < gap_end) {
+			uint64_t stripe = b / fs->stripe_blocks;
+			uint64_t stripe_end = (stripe + 1) * fs->stripe_blocks;
+			uint32_t want = (uint32_t)RP_MIN(RP_MIN(gap_end, stripe_end) - b, 64);
+			uint32_t pool = (uint32_t)((in->ino * 7 + stripe) % fs->ps->n);
+			struct rp_extent e;
+			int rc = rp_pool_alloc(fs->ps, pool, want, &e);
+			if (rc == -ENOSPC || (rc < 0 && fs->ps->n > 1))
+				rc = rp_poolset_alloc(fs->ps, pool + 1, want, &e);
+			if (rc < 0)
+				return rc;
+			if (*nruns == cap) {
+				cap = cap ? cap * 2 : 8;
+				struct rp_fext *nr = realloc(*runs, cap * sizeof(*nr));
+				if (!nr) {
+					rp_pool_free(fs->ps, &e);
+					return -ENOMEM;
+				}
+				*runs = nr;
+			}
+			(*runs)[(*nruns)++] = (struct rp_fext){ .fblock = b, .pblock = e.block,
+							       .pool = e.pool, .count = e.count };
+			b += e.count;
+		}
+	}
+	return 0;
+}
+
+static void free_runs(struct rp_fs *fs, struct rp_fext *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rp_extent e = { .pool = runs[i].pool, .block = runs[i].pblock, .count = runs[i].count };
+		rp_pool_free(fs->ps, &e);
+	}
+	free(runs);
+}
+
+/* Zero the parts of new runs that [keep_off, keep_end) will not cover. */
+static int zero_new(struct rp_fs *fs, const struct rp_fext *runs, size_t n, uint64_t keep_off,
+		    uint64_t keep_end)
+{
+	const uint64_t B = fs->block_size;
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_pool_sb *sb = &fs->ps->pools[runs[i].pool].sb;
+		uint64_t s = runs[i].fblock * B, e = (runs[i].fblock + runs[i].count) * B;
+		uint64_t base = rp_block_offset(sb, runs[i].pblock);
+		uint64_t z1 = RP_MIN(RP_MAX(keep_off, s), e), z2 = RP_MAX(RP_MIN(keep_end, e), s);
+		int rc = 0;
+		if (keep_end <= s || keep_off >= e)
+			rc = fs_zero_range(fs, runs[i].pool, base, e - s);
+		else {
+			if (z1 > s)
+				rc = fs_zero_range(fs, runs[i].pool, base, z1 - s);
+			if (rc == 0 && z2 < e)
+				rc = fs_zero_range(fs, runs[i].pool, base + (z2 - s), e - z2);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Log the new runs (and new size/times), with fs->mu held. */
+static int commit_runs(struct rp_fs *fs, struct rp_inode *in, const struct rp_fext *runs, size_t n,
+		       uint64_t new_size, bool touch)
+{
+	size_t total = n + 1;
+	struct rp_rec *recs = calloc(total, sizeof(*recs));
+	if (!recs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		recs[i].type = REC_EXT_SET;
+		recs[i].ino = in->ino;
+		recs[i].fblock = runs[i].fblock;
+		recs[i].ext = (struct rp_extent){ .pool = runs[i].pool, .block = runs[i].pblock,
+						  .count = runs[i].count };
+	}
+	fs_rec_attr(in, &recs[n]);
+	recs[n].size = RP_MAX(in->size, new_size);
+	if (touch) {
+		recs[n].mtime = recs[n].ctime = fs_now();
+		/* writing drops set-user-id, as on local filesystems */
+		recs[n].mode &= ~(uint32_t)S_ISUID;
+		if (recs[n].mode & S_IXGRP)
+			recs[n].mode &= ~(uint32_t)S_ISGID;
+	}
+	int rc = fs_commit(fs, recs, total);
+	free(recs);
+	return rc;
+}
+
+ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, const void *src,
+		    bool append, uint64_t *end_off)
+{
+	const uint64_t B = fs->block_size;
+	struct piece ps[256];
+	struct rp_fext *runs = NULL;
+	size_t nruns = 0;
+	struct rp_buf *b = NULL;
+	int rc;
+
+	if ((rc = fs_writable(fs)))
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	pthread_mutex_unlock(&fs->mu);
+	if (!in)
+		return -ENOENT;
+	if (S_ISDIR(in->mode))
+		return -EISDIR;
+	if (!S_ISREG(in->mode))
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	pthread_rwlock_wrlock(&in->io);
+	if (append) {
+		pthread_mutex_lock(&fs->mu);
+		off = in->size;
+		pthread_mutex_unlock(&fs->mu);
+	}
+	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if ((rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns)) < 0)
+		goto out;
+	if ((rc = zero_new(fs, runs, nruns, off, off + len)) < 0)
+		goto out;
+	if ((rc = bufpool_get(fs, &b)) < 0)
+		goto out;
+	for (size_t done = 0; done < len && rc == 0;) {
+		uint64_t pos = off + done, chunk = RP_MIN((uint64_t)(len - done), (uint64_t)rp_buf_len(b));
+		/* the pieces come from the current map plus the new runs */
+		pthread_mutex_lock(&fs->mu);
+		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
+		pthread_mutex_unlock(&fs->mu);
+		for (size_t i = 0; i < n; i++) {
+			if (ps[i].pool >= 0)
+				continue;
+			for (size_t r = 0; r < nruns; r++) {
+				uint64_t rs = runs[r].fblock * B, re = (runs[r].fblock + runs[r].count) * B;
+				if (ps[i].fpos >= rs && ps[i].fpos < re) {
+					const struct rp_pool_sb *sb = &fs->ps->pools[runs[r].pool].sb;
+					uint32_t take = (uint32_t)RP_MIN((uint64_t)ps[i].len, re - ps[i].fpos);
+					if (take < ps[i].len) {
+						/* split: the rest is handled in the next round */
+						chunk = ps[i].fpos + take - pos;
+						n = i + 1;
+					}
+					ps[i].pool = (int32_t)runs[r].pool;
+					ps[i].poff = rp_block_offset(sb, runs[r].pblock) + (ps[i].fpos - rs);
+					ps[i].len = take;
+					break;
+				}
+			}
+		}
+		chunk = RP_MIN(chunk, ps[n - 1].fpos + ps[n - 1].len - pos);
+		memcpy(rp_buf_data(b), (const uint8_t *)src + done, chunk);
+		rc = transfer(fs, RP_OP_WRITE, ps, n, pos, b);
+		done += chunk;
+	}
+	bufpool_put(fs, b);
+	if (rc < 0)
+		goto out;
+	pthread_mutex_lock(&fs->mu);
+	rc = commit_runs(fs, in, runs, nruns, off + len, true);
+	pthread_mutex_unlock(&fs->mu);
+	if (rc == 0) {
+		free(runs);
+		runs = NULL;
+		nruns = 0;
+	}
+out:
+	if (runs)
+		free_runs(fs, runs, nruns); /* never logged: give them back */
+	pthread_rwlock_unlock(&in->io);
+	if (rc < 0) {
+		if (rc != -ENOSPC && rc != -EFBIG)
+			rp_warn("write of inode %llu at %llu: %s", (unsigned long long)ino,
+				(unsigned long long)off, strerror(-rc));
+		return map_err(rc);
+	}
+	if (end_off)
+		*end_off = off + len;
+	return (ssize_t)len;
+}
+
+/* Zero [from, to) of the file where it is mapped; with fs->mu held. */
+static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uint64_t to)
+{
+	struct piece ps[64];
+	while (from < to) {
+		size_t n = map_pieces(fs, in, from, to - from, ps, 64);
+		for (size_t i = 0; i < n; i++) {
+			if (ps[i].pool < 0)
+				continue;
+			int rc = fs_zero_range(fs, (uint32_t)ps[i].pool, ps[i].poff, ps[i].len);
+			if (rc < 0)
+				return rc;
+		}
+		from = ps[n - 1].fpos + ps[n - 1].len;
+	}
+	return 0;
+}
+
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
+{
+	const uint64_t B = fs->block_size;
+	struct rp_rec recs[2];
+	size_t n = 0;
+	int rc;
+
+	if (size >= MAX_FILE_SIZE)
+		return -EFBIG;
+	if (size < in->size) {
+		uint64_t keep = (size + B - 1) / B;
+		if (size % B && (rc = zero_mapped(fs, in, size, RP_MIN(keep * B, in->size))) < 0)
+			return map_err(rc);
+		memset(&recs[n], 0, sizeof(recs[n]));
+		recs[n].type = REC_EXT_CLEAR;
+		recs[n].ino = in->ino;
+		recs[n].fblock = keep;
+		recs[n].count = UINT64_MAX - keep;
+		n++;
+	}
+	fs_rec_attr(in, &recs[n]);
+	recs[n].size = size;
+	recs[n].mtime = recs[n].ctime = fs_now();
+	n++;
+	return fs_commit(fs, recs, n);
+}
+
+int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off, uint64_t len)
+{
+	const uint64_t B = fs->block_size;
+	int rc;
+
+	if ((rc = fs_writable(fs)))
+		return rc;
+	if (mode & ~(unsigned)(RP_FALLOC_KEEP_SIZE | RP_FALLOC_PUNCH_HOLE))
+		return -EOPNOTSUPP;
+	if ((mode & RP_FALLOC_PUNCH_HOLE) && !(mode & RP_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off)
+		return -EFBIG;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	pthread_mutex_unlock(&fs->mu);
+	if (!in)
+		return -ENOENT;
+	if (S_ISDIR(in->mode))
+		return -EISDIR;
+	if (!S_ISREG(in->mode))
+		return -ENODEV;
+	pthread_rwlock_wrlock(&in->io);
+	if (mode & RP_FALLOC_PUNCH_HOLE) {
+		pthread_mutex_lock(&fs->mu);
+		uint64_t end = RP_MIN(off + len, in->size);
+		uint64_t first = (off + B - 1) / B, last = end / B; /* whole blocks [first, last) */
+		rc = 0;
+		if (off < end) {
+			if (first >= last) {
+				rc = zero_mapped(fs, in, off, end);
+			} else {
+				if (off < first * B)
+					rc = zero_mapped(fs, in, off, first * B);
+				if (rc == 0 && last * B < end)
+					rc = zero_mapped(fs, in, last * B, end);
+			}
+		}
+		if (rc == 0) {
+			struct rp_rec recs[2];
+			size_t n = 0;
+			if (off < end && first < last) {
+				memset(&recs[n], 0, sizeof(recs[n]));
+				recs[n].type = REC_EXT_CLEAR;
+				recs[n].ino = ino;
+				recs[n].fblock = first;
+				recs[n].count = last - first;
+				n++;
+			}
+			fs_rec_attr(in, &recs[n]);
+			recs[n].mtime = recs[n].ctime = fs_now();
+			n++;
+			rc = fs_commit(fs, recs, n);
+		}
+		pthread_mutex_unlock(&fs->mu);
+	} else {
+		struct rp_fext *runs = NULL;
+		size_t nruns = 0;
+		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
+		if (rc == 0)
+			rc = zero_new(fs, runs, nruns, 0, 0);
+		if (rc == 0) {
+			pthread_mutex_lock(&fs->mu);
+			uint64_t size = (mode & RP_FALLOC_KEEP_SIZE) ? in->size : RP_MAX(in->size, off + len);
+			rc = commit_runs(fs, in, runs, nruns, size, !(mode & RP_FALLOC_KEEP_SIZE));
+			pthread_mutex_unlock(&fs->mu);
+		}
+		if (rc < 0)
+			free_runs(fs, runs, nruns);
+		else
+			free(runs);
+	}
+	pthread_rwlock_unlock(&in->io);
+	return map_err(rc);
+}
+
+int rp_fs_lseek(struct rp_fs *fs, uint64_t ino, uint64_t off, int whence, uint64_t *out)
+{
+	const uint64_t B = fs->block_size;
+	int rc = 0;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in) {
+		rc = -ENOENT;
+		goto done;
+	}
+	if (off >= in->size) {
+		rc = -ENXIO;
+		goto done;
+	}
+	size_t i = emap_find(&in->map, off / B);
+	if (whence == SEEK_DATA) {
+		if (i == in->map.n || in->map.v[i].fblock * B >= in->size) {
+			rc = -ENXIO;
+			goto done;
+		}
+		*out = RP_MAX(off, in->map.v[i].fblock * B);
+	} else if (whence == SEEK_HOLE) {
+		uint64_t pos = off;
+		while (i < in->map.n && in->map.v[i].fblock * B <= pos) {
+			pos = (in->map.v[i].fblock + in->map.v[i].count) * B;
+			i++;
+		}
+		*out = RP_MIN(pos, in->size);
+	} else {
+		rc = -EINVAL;
+	}
+done:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}

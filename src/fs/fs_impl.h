@@ -1,0 +1,290 @@
+/* Internals of the filesystem layer, shared by its files only.
+ *
+ * The namespace lives in the mounter's memory; every change is appended to
+ * a metadata log in pool blocks as checksummed, sequenced records, grouped
+ * into transactions; a checkpoint rewrites the whole namespace as a fresh
+ * log (a new epoch) and switches the volume record to it. See rdmapool(7). */
+#ifndef RDMAPOOL_FS_IMPL_H
+#define RDMAPOOL_FS_IMPL_H
+
+#include <rdmapool/fs.h>
+#include <rdmapool/pool.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- growable list of pool extents ---- */
+struct rp_extvec {
+	struct rp_extent *v;
+	size_t n, cap;
+};
+int extvec_push(struct rp_extvec *ev, const struct rp_extent *e);
+void extvec_free(struct rp_extvec *ev);
+
+/* ---- a file's block map: sorted, non-overlapping, merged runs ---- */
+struct rp_fext {
+	uint64_t fblock; /* first file block */
+	uint64_t pblock; /* first pool block */
+	uint32_t pool;
+	uint32_t count;
+};
+struct rp_emap {
+	struct rp_fext *v;
+	size_t n, cap;
+};
+void emap_free(struct rp_emap *m);
+/* Index of the first run that ends after fblock (n when none). */
+size_t emap_find(const struct rp_emap *m, uint64_t fblock);
+/* Map a run; the file range must be unmapped. Merges with neighbours. */
+int emap_insert(struct rp_emap *m, const struct rp_fext *e);
+/* Unmap [fstart, fstart+count); the pool extents released go to freed. */
+int emap_remove(struct rp_emap *m, uint64_t fstart, uint64_t count, struct rp_extvec *freed);
+uint64_t emap_blocks(const struct rp_emap *m);
+
+/* ---- a directory: name hash plus entries in cookie order ---- */
+struct rp_dirent {
+	char *name;      /* NULL: removed (tombstone) */
+	uint64_t ino;
+	uint64_t cookie; /* stable position for telldir/seekdir */
+	uint32_t hash;
+	int32_t next;    /* hash chain */
+};
+struct rp_dir {
+	struct rp_dirent *ents;
+	size_t n, cap, live;
+	int32_t *buckets;
+	size_t nbuckets;
+	uint64_t next_cookie;
+};
+struct rp_dir *dir_new(void);
+void dir_free(struct rp_dir *d);
+struct rp_dirent *dir_find(struct rp_dir *d, const char *name);
+int dir_add(struct rp_dir *d, const char *name, uint64_t ino);
+int dir_del(struct rp_dir *d, const char *name);
+/* Index of the first live entry whose cookie is greater than cookie. */
+size_t dir_seek(const struct rp_dir *d, uint64_t cookie);
+
+/* ---- inodes ---- */
+struct rp_xattr {
+	char *name;
+	void *value;
+	size_t len;
+};
+
+struct rp_inode {
+	uint64_t ino, gen;
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, rdev;
+	struct timespec atime, mtime, ctime;
+	uint64_t parent;         /* directories: the directory holding it */
+	struct rp_dir *dir;      /* directories */
+	char *target;            /* symlinks */
+	struct rp_emap map;      /* regular files */
+	struct rp_xattr *xattrs;
+	size_t nxattrs;
+	uint64_t nlookup;        /* kernel references */
+	uint32_t nopen;
+	pthread_rwlock_t io;     /* data I/O against truncation */
+	struct rp_inode *hnext;
+};
+
+struct rp_itable {
+	struct rp_inode **b;
+	size_t nb, n;
+};
+struct rp_inode *itable_get(struct rp_itable *t, uint64_t ino);
+int itable_put(struct rp_itable *t, struct rp_inode *in);
+void itable_remove(struct rp_itable *t, uint64_t ino);
+struct rp_inode *inode_new(uint64_t ino, uint32_t mode);
+void inode_destroy(struct rp_inode *in);
+void inode_to_attr(const struct rp_inode *in, uint32_t block_size, struct rp_attr *a);
+
+/* ---- log records ---- */
+enum rp_rec_type {
+	REC_ATTR = 1,       /* ino's attributes (created if new) */
+	REC_DIRENT_ADD = 2,
+	REC_DIRENT_DEL = 3,
+	REC_EXT_SET = 4,    /* map a run of file blocks */
+	REC_EXT_CLEAR = 5,  /* unmap a run; its blocks are free once this is durable */
+	REC_XATTR_SET = 6,
+	REC_XATTR_DEL = 7,
+	REC_SYMLINK = 8,
+	REC_INODE_DEL = 9,  /* inode gone with everything it held */
+	REC_LINK = 10,      /* the stream continues in another segment */
+	REC_NEXT_INO = 11,
+};
+#define REC_HDR 32
+#define REC_MAGIC 0x5250u
+#define REC_F_END 1 /* last record of a transaction */
+
+struct rp_rec {
+	uint8_t type, flags;
+	uint64_t seq;
+	uint64_t ino, ino2;      /* ATTR/EXT/XATTR/SYMLINK/INODE_DEL: ino; DIRENT: parent, ino */
+	/* ATTR */
+	uint32_t mode, uid, gid, nlink;
+	uint64_t size, rdev, gen;
+	struct timespec atime, mtime, ctime;
+	/* EXT_SET / EXT_CLEAR / LINK */
+	uint64_t fblock, count;
+	struct rp_extent ext;
+	/* names and values point into the decode buffer or the caller's memory */
+	const char *name;
+	uint32_t name_len;
+	const void *value;
+	uint32_t value_len;
+};
+/* Encode into buf (REC_HDR + payload, 8-byte aligned length); returns the
+ * length or -ENAMETOOLONG/-E2BIG. */
+ssize_t rec_encode(const struct rp_rec *r, uint64_t epoch, const uint8_t uuid[16], uint8_t *buf,
+		   size_t cap);
+/* Decode one record at buf; -ENODATA when it is not a valid record of this
+ * epoch (the end of the log). */
+ssize_t rec_decode(const uint8_t *buf, size_t len, uint64_t epoch, const uint8_t uuid[16],
+		   struct rp_rec *r);
+#define REC_MAX (REC_HDR + 64 + RP_XATTR_NAME_MAX + RP_XATTR_VALUE_MAX + 64)
+
+/* ---- the volume record, in the first pool's home area ---- */
+struct rp_volrec {
+	uint64_t seq;
+	char name[RP_VOLUME_NAME_MAX + 1];
+	uint8_t uuid[16];
+	uint64_t epoch;
+	struct rp_extent head;   /* first segment of the current stream */
+	uint32_t block_size, stripe_blocks, lease_ms;
+	uint64_t created_ns;
+};
+#define VOL_POOL 0 /* the volume table lives in the cluster's first pool */
+int vol_find(struct rp_poolset *ps, const char *name, int *slot, struct rp_volrec *rec);
+int vol_claim(struct rp_poolset *ps, const char *name, int *slot);
+int vol_release_slot(struct rp_poolset *ps, int slot);
+int vol_write(struct rp_poolset *ps, int slot, struct rp_volrec *rec);
+/* All volumes: calls fn for each in-use slot. */
+int vol_each(struct rp_poolset *ps, int (*fn)(void *, int, const struct rp_volrec *), void *arg);
+
+struct rp_lease {
+	int slot;
+	uint64_t word;           /* our current lease word */
+	uint32_t period_ms;
+	uint64_t last_renew_ms;
+};
+/* Take the volume's lease; a live holder gives -EBUSY with its name in err,
+ * a holder silent for the expiry time is taken over. */
+int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const char *holder,
+		  struct rp_lease *l, char *err, size_t errlen);
+int lease_renew(struct rp_poolset *ps, struct rp_lease *l);
+void lease_release(struct rp_poolset *ps, struct rp_lease *l);
+/* Is someone holding the lease and alive? Waits up to the expiry time. */
+int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holder, size_t len);
+#define LEASE_EXPIRY_PERIODS 5
+
+/* ---- log writer ---- */
+struct rp_pend {
+	struct rp_extent seg;
+	uint32_t pos;
+	uint8_t *buf;
+	size_t len, cap;
+};
+struct rp_logw {
+	uint64_t epoch, seq;
+	uint8_t uuid[16];
+	struct rp_extvec segs;   /* every segment of this stream */
+	struct rp_extent cur;
+	uint32_t cur_pos, cur_size;
+	struct rp_extent spare;
+	bool have_spare;
+	struct rp_pend *pend;
+	size_t npend, pend_bytes;
+	uint8_t *scratch;        /* one encoded record */
+};
+/* A point to roll an unfinished transaction back to. */
+struct rp_logmark {
+	size_t npend, last_len, pend_bytes, nsegs;
+	struct rp_extent cur, spare;
+	uint32_t cur_pos, cur_size;
+	uint64_t seq;
+	bool have_spare;
+};
+/* ---- the mounted filesystem ---- */
+struct rp_bufpool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct rp_buf **free;
+	size_t nfree, total;
+	size_t size;
+};
+
+struct rp_fs {
+	struct rp_poolset *ps;
+	bool ro;
+	int slot;
+	struct rp_volrec vol;
+	struct rp_lease lease;
+	atomic_bool lease_lost;
+	uint32_t block_size, stripe_blocks, commit_ms;
+	pthread_mutex_t mu;      /* namespace, inode table, log */
+	struct rp_itable it;
+	uint64_t next_ino;
+	struct rp_logw log;
+	struct rp_extvec deferred; /* freed once the records dropping them are durable */
+	uint32_t log_segments_at_ckpt;
+	struct rp_bufpool bufs;
+	struct rp_buf *zero;     /* registered zeros for filling new blocks */
+	pthread_t bg;
+	bool bg_running;
+	atomic_bool stop;
+	pthread_mutex_t bg_mu;
+	pthread_cond_t bg_cv;
+	uint64_t alloc_counter;
+};
+
+#define SEG_BLOCKS 64
+#define IO_BUF_SIZE (1u << 20)
+#define ZERO_BUF_SIZE (1u << 20)
+
+/* log.c: with fs->mu held */
+int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch);
+void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments);
+int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r);
+void log_mark(const struct rp_logw *w, struct rp_logmark *m);
+void log_rollback(struct rp_fs *fs, struct rp_logw *w, const struct rp_logmark *m);
+int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out);
+int log_flush(struct rp_fs *fs, struct rp_logw *w);
+/* Run the stream from head, calling apply for each record of each complete
+ * transaction; segments are collected into segs. */
+int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
+	       int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
+	       uint64_t *records);
+
+/* state.c: applying records to the in-memory namespace (replay and live) */
+int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *freed);
+int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errlen);
+void state_free(struct rp_fs *fs);
+
+/* checkpoint.c: with fs->mu held */
+int checkpoint(struct rp_fs *fs);
+/* Write the records that recreate the whole namespace into w. */
+int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w);
+
+/* journal helpers (namespace.c): log and apply in one step, with fs->mu held */
+int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n);
+struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino);
+void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in);
+void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r);
+struct timespec fs_now(void);
+int fs_writable(struct rp_fs *fs);
+
+/* mount.c */
+int fs_new(struct rp_poolset *ps, struct rp_fs **out);
+void fs_delete(struct rp_fs *fs);
+
+/* data.c */
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size);
+int bufpool_get(struct rp_fs *fs, struct rp_buf **out);
+void bufpool_put(struct rp_fs *fs, struct rp_buf *b);
+int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len);
+
+#endif

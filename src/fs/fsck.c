@@ -1,0 +1,221 @@
+/* fsck: every volume's log is replayed read-only and every block it
+ * references (file data and log segments) is checked against the pool
+ * bitmaps: inside its pool, referenced once, and marked allocated. Blocks
+ * marked allocated that nothing references are leaks (a crash between an
+ * allocation and the log record naming it leaves them); --repair frees them,
+ * but only while no volume is mounted read-write, whose unflushed allocations
+ * would look the same. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fsck {
+	struct rp_poolset *ps;
+	FILE *out;
+	struct rp_fsck_report *rep;
+	uint64_t **refs; /* per pool: one bit per block, set when referenced */
+	uint64_t **bitmap;
+	const char *vol;
+	int live_volumes;
+	int rc;
+};
+
+static bool test_set(uint64_t *bits, uint64_t b)
+{
+	bool was = bits[b / 64] >> (b % 64) & 1;
+	bits[b / 64] |= 1ull << (b % 64);
+	return was;
+}
+
+static void reference(struct fsck *f, const struct rp_extent *e, const char *what, uint64_t ino)
+{
+	if (e->pool >= f->ps->n || e->count == 0 ||
+	    e->block + e->count > f->ps->pools[e->pool].sb.nblocks) {
+		fprintf(f->out, "volume \"%s\": %s of inode %llu points outside the pools "
+			"(pool %u block %llu+%u)\n", f->vol, what, (unsigned long long)ino, e->pool,
+			(unsigned long long)e->block, e->count);
+		f->rep->errors++;
+		return;
+	}
+	for (uint64_t b = e->block; b < e->block + e->count; b++) {
+		if (test_set(f->refs[e->pool], b)) {
+			fprintf(f->out, "volume \"%s\": pool %u block %llu referenced twice (again by "
+				"the %s of inode %llu)\n", f->vol, e->pool, (unsigned long long)b, what,
+				(unsigned long long)ino);
+			f->rep->errors++;
+		}
+		if (!(f->bitmap[e->pool][b / 64] >> (b % 64) & 1)) {
+			fprintf(f->out, "volume \"%s\": pool %u block %llu is used by the %s of inode "
+				"%llu but marked free\n", f->vol, e->pool, (unsigned long long)b, what,
+				(unsigned long long)ino);
+			f->rep->errors++;
+		}
+	}
+}
+
+static void check_links(struct fsck *f, struct rp_fs *fs)
+{
+	/* count the names each inode has, and each directory's subdirectories */
+	for (size_t b = 0; b < fs->it.nb; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext)
+			in->nlookup = 0; /* reused as a counter: nothing else runs here */
+	for (size_t b = 0; b < fs->it.nb; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+			if (!in->dir)
+				continue;
+			for (size_t i = 0; i < in->dir->n; i++) {
+				if (!in->dir->ents[i].name)
+					continue;
+				struct rp_inode *c = itable_get(&fs->it, in->dir->ents[i].ino);
+				c->nlookup += c->dir ? 2 : 1; /* a directory also has its "." */
+				if (c->dir)
+					in->nlookup++; /* the child's ".." */
+			}
+		}
+	for (size_t b = 0; b < fs->it.nb; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+			uint64_t want = in->nlookup;
+			if (in->ino == RP_ROOT_INO)
+				want += 2; /* its own "." and the ".." of the mount point */
+			if (in->nlink == 0 && want == 0)
+				continue; /* orphan: freed at the next read-write mount */
+			if (want != in->nlink) {
+				fprintf(f->out, "volume \"%s\": inode %llu has link count %u but %llu "
+					"links\n", f->vol, (unsigned long long)in->ino, in->nlink,
+					(unsigned long long)want);
+				f->rep->errors++;
+			}
+		}
+}
+
+static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
+{
+	struct fsck *f = arg;
+	struct rp_fs *fs;
+	struct rp_extvec segs = { 0 };
+	char err[512], holder[64];
+
+	f->vol = vol->name;
+	f->rep->volumes++;
+	int live = lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000, holder, sizeof(holder));
+	if (live > 0) {
+		fprintf(f->out, "volume \"%s\" is mounted read-write by %s: its newest changes may "
+			"not be in the log yet\n", vol->name, holder);
+		f->live_volumes++;
+	}
+	int rc = fs_new(f->ps, &fs);
+	if (rc < 0)
+		return rc;
+	fs->ro = true;
+	fs->vol = *vol;
+	fs->slot = slot;
+	rc = state_load(fs, &segs, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(f->out, "%s\n", err);
+		f->rep->errors++;
+	}
+	for (size_t i = 0; i < segs.n; i++) {
+		reference(f, &segs.v[i], "metadata log", 0);
+		f->rep->log_blocks += segs.v[i].count;
+	}
+	if (rc == 0) {
+		for (size_t b = 0; b < fs->it.nb; b++)
+			for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+				f->rep->inodes++;
+				f->rep->files += S_ISREG(in->mode);
+				f->rep->dirs += S_ISDIR(in->mode);
+				for (size_t i = 0; i < in->map.n; i++) {
+					struct rp_extent e = { .pool = in->map.v[i].pool,
+							       .block = in->map.v[i].pblock,
+							       .count = in->map.v[i].count };
+					reference(f, &e, "data", in->ino);
+					f->rep->data_blocks += e.count;
+				}
+			}
+		check_links(f, fs);
+	}
+	extvec_free(&segs);
+	fs_delete(fs);
+	return 0;
+}
+
+int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_report *rep,
+	       char *err, size_t errlen)
+{
+	struct fsck f = { .ps = ps, .out = out, .rep = rep };
+	int rc = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	f.refs = calloc(ps->n, sizeof(*f.refs));
+	f.bitmap = calloc(ps->n, sizeof(*f.bitmap));
+	if (!f.refs || !f.bitmap) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < ps->n; i++) {
+		if ((rc = rp_pool_read_bitmap(ps, (uint32_t)i, &f.bitmap[i])) < 0) {
+			snprintf(err, errlen, "%s", ps->pools[i].err[0] ? ps->pools[i].err : strerror(-rc));
+			goto out;
+		}
+		f.refs[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
+		if (!f.refs[i]) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		/* bits past the last block are set by design */
+		if (ps->pools[i].sb.bitmap_words)
+			f.refs[i][ps->pools[i].sb.bitmap_words - 1] |= rp_layout_tail_mask(&ps->pools[i].sb);
+	}
+	if ((rc = vol_each(ps, check_volume, &f)) < 0) {
+		snprintf(err, errlen, "reading the volume table: %s", strerror(-rc));
+		goto out;
+	}
+	if (repair && f.live_volumes) {
+		snprintf(err, errlen, "refusing to repair while %d volume(s) are mounted read-write",
+			 f.live_volumes);
+		rc = -EBUSY;
+	}
+	for (size_t p = 0; p < ps->n; p++) {
+		const struct rp_pool_sb *sb = &ps->pools[p].sb;
+		for (uint64_t b = 0; b < sb->nblocks;) {
+			bool used = f.bitmap[p][b / 64] >> (b % 64) & 1;
+			bool ref = f.refs[p][b / 64] >> (b % 64) & 1;
+			if (!used || ref) {
+				b++;
+				continue;
+			}
+			/* a run of leaked blocks, at most 64 and inside one word */
+			uint64_t s = b;
+			while (b < sb->nblocks && b - s < 64 && (b == s || b % 64) &&
+			       (f.bitmap[p][b / 64] >> (b % 64) & 1) && !(f.refs[p][b / 64] >> (b % 64) & 1))
+				b++;
+			rep->leaked += b - s;
+			fprintf(out, "pool %zu: blocks %llu..%llu are allocated but unreferenced%s\n", p,
+				(unsigned long long)s, (unsigned long long)(b - 1),
+				repair && rc == 0 ? ": freed" : "");
+			if (repair && rc == 0) {
+				struct rp_extent e = { .pool = (uint32_t)p, .block = s, .count = (uint32_t)(b - s) };
+				int frc = rp_pool_free(ps, &e);
+				if (frc < 0) {
+					snprintf(err, errlen, "freeing leaked blocks: %s", strerror(-frc));
+					rc = frc;
+				} else {
+					rep->repaired += e.count;
+				}
+			}
+		}
+	}
+out:
+	for (size_t i = 0; f.refs && i < ps->n; i++)
+		free(f.refs[i]);
+	for (size_t i = 0; f.bitmap && i < ps->n; i++)
+		free(f.bitmap[i]);
+	free(f.refs);
+	free(f.bitmap);
+	return rc;
+}

@@ -1,0 +1,323 @@
+/* The metadata log: records appended to a chain of pool segments.
+ *
+ * Appends go to a pending buffer; a flush writes it with one batch of
+ * one-sided writes and only then frees the blocks the flushed records
+ * released. A segment is zeroed when allocated, so whatever it held before
+ * can never parse as a record, and replay stops at the first record that is
+ * not the next one of this epoch. Every segment ends with room for the LINK
+ * record that names its successor; a spare successor is kept allocated so
+ * that deleting files still works when the pools are full. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINK_RESERVE 64
+
+int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out)
+{
+	int rc = rp_poolset_alloc(fs->ps, (uint32_t)(fs->alloc_counter++ % fs->ps->n), SEG_BLOCKS, out);
+	if (rc < 0)
+		return rc;
+	const struct rp_pool_sb *sb = &fs->ps->pools[out->pool].sb;
+	rc = fs_zero_range(fs, out->pool, rp_block_offset(sb, out->block),
+			   (uint64_t)out->count * fs->block_size);
+	if (rc < 0)
+		rp_pool_free(fs->ps, out);
+	return rc;
+}
+
+int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch)
+{
+	memset(w, 0, sizeof(*w));
+	w->epoch = epoch;
+	memcpy(w->uuid, fs->vol.uuid, 16);
+	w->scratch = malloc(REC_MAX);
+	if (!w->scratch)
+		return -ENOMEM;
+	int rc = fs_alloc_segment(fs, &w->cur);
+	if (rc < 0) {
+		free(w->scratch);
+		w->scratch = NULL;
+		return rc;
+	}
+	w->cur_size = w->cur.count * fs->block_size;
+	rc = extvec_push(&w->segs, &w->cur);
+	if (rc < 0)
+		return rc;
+	w->have_spare = fs_alloc_segment(fs, &w->spare) == 0;
+	return 0;
+}
+
+void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments)
+{
+	for (size_t i = 0; i < w->npend; i++)
+		free(w->pend[i].buf);
+	free(w->pend);
+	w->pend = NULL;
+	w->npend = w->pend_bytes = 0;
+	if (w->have_spare)
+		rp_pool_free(fs->ps, &w->spare);
+	w->have_spare = false;
+	if (free_segments)
+		for (size_t i = 0; i < w->segs.n; i++)
+			rp_pool_free(fs->ps, &w->segs.v[i]);
+	extvec_free(&w->segs);
+	free(w->scratch);
+	w->scratch = NULL;
+}
+
+static int pend_add(struct rp_logw *w, const uint8_t *b, size_t len)
+{
+	struct rp_pend *p = w->npend ? &w->pend[w->npend - 1] : NULL;
+	if (!p || p->seg.pool != w->cur.pool || p->seg.block != w->cur.block) {
+		struct rp_pend *np = realloc(w->pend, (w->npend + 1) * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		w->pend = np;
+		p = &w->pend[w->npend++];
+		memset(p, 0, sizeof(*p));
+		p->seg = w->cur;
+		p->pos = w->cur_pos;
+	}
+	if (p->len + len > p->cap) {
+		size_t cap = p->cap ? p->cap : 4096;
+		while (cap < p->len + len)
+			cap *= 2;
+		uint8_t *nb = realloc(p->buf, cap);
+		if (!nb)
+			return -ENOMEM;
+		p->buf = nb;
+		p->cap = cap;
+	}
+	memcpy(p->buf + p->len, b, len);
+	p->len += len;
+	w->cur_pos += (uint32_t)len;
+	w->pend_bytes += len;
+	return 0;
+}
+
+void log_mark(const struct rp_logw *w, struct rp_logmark *m)
+{
+	m->npend = w->npend;
+	m->last_len = w->npend ? w->pend[w->npend - 1].len : 0;
+	m->pend_bytes = w->pend_bytes;
+	m->nsegs = w->segs.n;
+	m->cur = w->cur;
+	m->spare = w->spare;
+	m->have_spare = w->have_spare;
+	m->cur_pos = w->cur_pos;
+	m->cur_size = w->cur_size;
+	m->seq = w->seq;
+}
+
+static bool same_ext(const struct rp_extent *a, const struct rp_extent *b)
+{
+	return a->pool == b->pool && a->block == b->block && a->count == b->count;
+}
+
+void log_rollback(struct rp_fs *fs, struct rp_logw *w, const struct rp_logmark *m)
+{
+	/* Segments taken since the mark go back: the old spare stays spare,
+	 * spares allocated since are freed. */
+	for (size_t i = m->nsegs; i < w->segs.n; i++)
+		if (!(m->have_spare && same_ext(&w->segs.v[i], &m->spare)))
+			rp_pool_free(fs->ps, &w->segs.v[i]);
+	if (w->have_spare && !(m->have_spare && same_ext(&w->spare, &m->spare)))
+		rp_pool_free(fs->ps, &w->spare);
+	w->segs.n = m->nsegs;
+	w->spare = m->spare;
+	w->have_spare = m->have_spare;
+	for (size_t i = m->npend; i < w->npend; i++)
+		free(w->pend[i].buf);
+	w->npend = m->npend;
+	if (w->npend)
+		w->pend[w->npend - 1].len = m->last_len;
+	w->pend_bytes = m->pend_bytes;
+	w->cur = m->cur;
+	w->cur_pos = m->cur_pos;
+	w->cur_size = m->cur_size;
+	w->seq = m->seq;
+}
+
+int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r)
+{
+	r->seq = w->seq;
+	ssize_t len = rec_encode(r, w->epoch, w->uuid, w->scratch, REC_MAX);
+	if (len < 0)
+		return (int)len;
+	if (w->cur_pos + (size_t)len + LINK_RESERVE > w->cur_size) {
+		if (!w->have_spare && fs_alloc_segment(fs, &w->spare) == 0)
+			w->have_spare = true;
+		if (!w->have_spare)
+			return -ENOSPC;
+		if ((size_t)len + LINK_RESERVE > (size_t)w->spare.count * fs->block_size)
+			return -E2BIG;
+		uint8_t link[LINK_RESERVE];
+		struct rp_rec lr = { .type = REC_LINK, .seq = w->seq, .ext = w->spare };
+		ssize_t ll = rec_encode(&lr, w->epoch, w->uuid, link, sizeof(link));
+		int rc = ll < 0 ? (int)ll : pend_add(w, link, (size_t)ll);
+		if (rc < 0)
+			return rc;
+		w->seq++;
+		w->cur = w->spare;
+		w->cur_pos = 0;
+		w->cur_size = w->cur.count * fs->block_size;
+		w->have_spare = false;
+		if ((rc = extvec_push(&w->segs, &w->cur)) < 0)
+			return rc;
+		/* the next spare; without one, appends go on until this segment fills */
+		w->have_spare = fs_alloc_segment(fs, &w->spare) == 0;
+		r->seq = w->seq;
+		len = rec_encode(r, w->epoch, w->uuid, w->scratch, REC_MAX);
+		if (len < 0)
+			return (int)len;
+	}
+	int rc = pend_add(w, w->scratch, (size_t)len);
+	if (rc == 0)
+		w->seq++;
+	return rc;
+}
+
+int log_flush(struct rp_fs *fs, struct rp_logw *w)
+{
+	int rc = 0;
+	if (w->npend) {
+		struct rp_buf *b;
+		if ((rc = bufpool_get(fs, &b)) < 0)
+			return rc;
+		size_t i = 0;
+		while (i < w->npend && rc == 0) {
+			struct rp_io ios[16];
+			size_t n = 0, used = 0;
+			while (i < w->npend && n < 16 && used + w->pend[i].len <= rp_buf_len(b)) {
+				struct rp_pend *p = &w->pend[i];
+				const struct rp_pool_sb *sb = &fs->ps->pools[p->seg.pool].sb;
+				memcpy((uint8_t *)rp_buf_data(b) + used, p->buf, p->len);
+				ios[n++] = (struct rp_io){ .pool = p->seg.pool,
+							   .off = rp_block_offset(sb, p->seg.block) + p->pos,
+							   .buf = b, .buf_off = used, .len = (uint32_t)p->len };
+				used += p->len;
+				i++;
+			}
+			if (n == 0) {
+				rc = -E2BIG; /* a chunk larger than a buffer: cannot happen */
+				break;
+			}
+			rc = rp_poolset_rw(fs->ps, RP_OP_WRITE, ios, n);
+		}
+		bufpool_put(fs, b);
+		if (rc < 0) {
+			rp_err("metadata log flush failed: %s", strerror(-rc));
+			return rc;
+		}
+		for (size_t k = 0; k < w->npend; k++)
+			free(w->pend[k].buf);
+		w->npend = 0;
+		w->pend_bytes = 0;
+	}
+	/* The records releasing these blocks are durable now. */
+	for (size_t k = 0; k < fs->deferred.n; k++) {
+		int frc = rp_pool_free(fs->ps, &fs->deferred.v[k]);
+		if (frc < 0)
+			rp_err("freeing %u blocks at pool %u block %llu: %s", fs->deferred.v[k].count,
+			       fs->deferred.v[k].pool, (unsigned long long)fs->deferred.v[k].block,
+			       strerror(-frc));
+	}
+	fs->deferred.n = 0;
+	return 0;
+}
+
+static bool ext_valid(struct rp_poolset *ps, const struct rp_extent *e)
+{
+	return e->pool < ps->n && e->count > 0 && e->block + e->count <= ps->pools[e->pool].sb.nblocks;
+}
+
+int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
+	       int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
+	       uint64_t *records)
+{
+	struct rp_extent seg = vol->head;
+	uint64_t expect = 0;
+	uint8_t *buf = NULL, *txn = NULL;
+	size_t txn_len = 0, txn_cap = 0;
+	int rc = 0;
+
+	*records = 0;
+	while (rc == 0) {
+		if (!ext_valid(ps, &seg)) {
+			rp_err("metadata log: segment %u/%llu+%u is outside the pools", seg.pool,
+			       (unsigned long long)seg.block, seg.count);
+			rc = -EUCLEAN;
+			break;
+		}
+		if ((rc = extvec_push(segs, &seg)) < 0)
+			break;
+		size_t size = (size_t)seg.count * vol->block_size;
+		uint8_t *nb = realloc(buf, size);
+		if (!nb) {
+			rc = -ENOMEM;
+			break;
+		}
+		buf = nb;
+		const struct rp_pool_sb *sb = &ps->pools[seg.pool].sb;
+		if ((rc = rp_pool_read(ps, seg.pool, rp_block_offset(sb, seg.block), buf, size)) < 0)
+			break;
+		size_t pos = 0;
+		bool linked = false;
+		while (pos + REC_HDR <= size) {
+			struct rp_rec r;
+			ssize_t n = rec_decode(buf + pos, size - pos, vol->epoch, vol->uuid, &r);
+			if (n < 0 || r.seq != expect)
+				break; /* end of the log */
+			expect++;
+			if (r.type == REC_LINK) {
+				seg = r.ext;
+				linked = true;
+				break;
+			}
+			/* Keep the raw record until its transaction is complete. */
+			if (txn_len + (size_t)n > txn_cap) {
+				size_t cap = txn_cap ? txn_cap * 2 : 65536;
+				while (cap < txn_len + (size_t)n)
+					cap *= 2;
+				uint8_t *nt = realloc(txn, cap);
+				if (!nt) {
+					rc = -ENOMEM;
+					break;
+				}
+				txn = nt;
+				txn_cap = cap;
+			}
+			memcpy(txn + txn_len, buf + pos, (size_t)n);
+			txn_len += (size_t)n;
+			pos += (size_t)n;
+			if (r.flags & REC_F_END) {
+				for (size_t t = 0; t < txn_len && rc == 0;) {
+					struct rp_rec tr;
+					ssize_t tn = rec_decode(txn + t, txn_len - t, vol->epoch, vol->uuid, &tr);
+					if (tn < 0) {
+						rc = -EUCLEAN;
+						break;
+					}
+					rc = apply(arg, &tr);
+					(*records)++;
+					t += (size_t)tn;
+				}
+				txn_len = 0;
+			}
+			if (rc < 0)
+				break;
+		}
+		if (!linked)
+			break;
+	}
+	free(buf);
+	free(txn);
+	return rc;
+}

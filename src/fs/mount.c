@@ -1,0 +1,420 @@
+/* Making, mounting and unmounting volumes, and the background work of a
+ * mount: renewing the lease, flushing the log every commit interval, and
+ * checkpointing when the log has grown. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int check_volume_name(const char *name, char *err, size_t errlen)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > RP_VOLUME_NAME_MAX) {
+		snprintf(err, errlen, "volume name must be 1..%d bytes", RP_VOLUME_NAME_MAX);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int fs_new(struct rp_poolset *ps, struct rp_fs **out)
+{
+	struct rp_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->ps = ps;
+	fs->slot = -1;
+	pthread_mutex_init(&fs->mu, NULL);
+	pthread_mutex_init(&fs->bg_mu, NULL);
+	pthread_cond_init(&fs->bg_cv, NULL);
+	pthread_mutex_init(&fs->bufs.mu, NULL);
+	pthread_cond_init(&fs->bufs.cv, NULL);
+	fs->bufs.size = IO_BUF_SIZE;
+	fs->bufs.free = calloc(32, sizeof(*fs->bufs.free));
+	int rc = fs->bufs.free ? rp_buf_alloc(ps, ZERO_BUF_SIZE, &fs->zero) : -ENOMEM;
+	if (rc < 0) {
+		free(fs->bufs.free);
+		free(fs);
+		return rc;
+	}
+	memset(rp_buf_data(fs->zero), 0, ZERO_BUF_SIZE);
+	fs->block_size = ps->block_size;
+	fs->stripe_blocks = 64;
+	fs->alloc_counter = (uint64_t)getpid();
+	*out = fs;
+	return 0;
+}
+
+void fs_delete(struct rp_fs *fs)
+{
+	state_free(fs);
+	extvec_free(&fs->deferred);
+	for (size_t i = 0; i < fs->bufs.nfree; i++)
+		rp_buf_free(fs->bufs.free[i]);
+	free(fs->bufs.free);
+	rp_buf_free(fs->zero);
+	pthread_mutex_destroy(&fs->mu);
+	pthread_mutex_destroy(&fs->bg_mu);
+	pthread_cond_destroy(&fs->bg_cv);
+	pthread_mutex_destroy(&fs->bufs.mu);
+	pthread_cond_destroy(&fs->bufs.cv);
+	free(fs);
+}
+
+static void default_holder(char *buf, size_t len)
+{
+	char host[64] = "?";
+	gethostname(host, sizeof(host) - 1);
+	snprintf(buf, len, "%s:%ld", host, (long)getpid());
+}
+
+/* Free every block an existing volume holds: its files' and its log's. */
+static int destroy_volume(struct rp_fs *old, char *err, size_t errlen)
+{
+	struct rp_extvec segs = { 0 };
+	int rc = state_load(old, &segs, err, errlen);
+	if (rc < 0)
+		return rc;
+	for (size_t b = 0; b < old->it.nb; b++)
+		for (struct rp_inode *in = old->it.b[b]; in; in = in->hnext)
+			for (size_t i = 0; i < in->map.n; i++) {
+				struct rp_extent e = { .pool = in->map.v[i].pool,
+						       .block = in->map.v[i].pblock,
+						       .count = in->map.v[i].count };
+				rp_pool_free(old->ps, &e);
+			}
+	for (size_t i = 0; i < segs.n; i++)
+		rp_pool_free(old->ps, &segs.v[i]);
+	extvec_free(&segs);
+	return 0;
+}
+
+int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, size_t errlen)
+{
+	const char *name = o->volume ? o->volume : RP_DEFAULT_VOLUME;
+	struct rp_fs *fs;
+	struct rp_volrec existing;
+	int slot = -1, rc;
+
+	memset(&existing, 0, sizeof(existing));
+	if ((rc = check_volume_name(name, err, errlen)))
+		return rc;
+	rc = vol_find(ps, name, &slot, &existing);
+	bool exists = rc == 0;
+	if (exists && !o->force) {
+		snprintf(err, errlen, "volume \"%s\" already exists (use --force to replace it and "
+			 "lose its files)", name);
+		return -EEXIST;
+	}
+	if (rc < 0 && rc != -ENOENT) {
+		snprintf(err, errlen, "reading the volume table: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = fs_new(ps, &fs)) < 0)
+		return rc;
+	if (exists) {
+		/* --force: the old volume must not be in use, and gives its blocks back */
+		char holder[64];
+		int live = lease_probe(ps, slot, existing.lease_ms ? existing.lease_ms : 1000, holder,
+				       sizeof(holder));
+		if (live > 0) {
+			snprintf(err, errlen, "volume \"%s\" is mounted read-write by %s", name, holder);
+			fs_delete(fs);
+			return -EBUSY;
+		}
+		struct rp_fs *old;
+		if ((rc = fs_new(ps, &old)) == 0) {
+			old->vol = existing;
+			old->ro = true;
+			rc = destroy_volume(old, err, errlen);
+			fs_delete(old);
+		}
+		if (rc < 0) {
+			fs_delete(fs);
+			return rc;
+		}
+	} else {
+		slot = -1;
+		if ((rc = vol_claim(ps, name, &slot)) < 0) {
+			snprintf(err, errlen, "claiming a volume slot: %s",
+				 rc == -ENOSPC ? "the volume table is full" : strerror(-rc));
+			fs_delete(fs);
+			return rc;
+		}
+	}
+	fs->slot = slot;
+	memset(&fs->vol, 0, sizeof(fs->vol));
+	snprintf(fs->vol.name, sizeof(fs->vol.name), "%s", name);
+	rp_random_bytes(fs->vol.uuid, sizeof(fs->vol.uuid));
+	fs->vol.epoch = 1;
+	fs->vol.block_size = ps->block_size;
+	fs->vol.stripe_blocks = o->stripe_blocks ? o->stripe_blocks : 64;
+	fs->vol.lease_ms = o->lease_ms ? o->lease_ms : 1000;
+	fs->vol.created_ns = rp_wall_ns();
+	fs->vol.seq = existing.seq; /* keep counting up in a reused slot */
+
+	/* The first log: the root directory. */
+	struct rp_logw w;
+	if ((rc = log_init(fs, &w, fs->vol.epoch)) < 0) {
+		snprintf(err, errlen, "allocating the metadata log: %s", strerror(-rc));
+		goto fail;
+	}
+	struct timespec now = fs_now();
+	struct rp_rec r = { .type = REC_ATTR, .flags = REC_F_END, .ino = RP_ROOT_INO,
+			    .mode = S_IFDIR | 0755, .uid = o->uid, .gid = o->gid, .nlink = 2,
+			    .gen = 1, .atime = now, .mtime = now, .ctime = now };
+	struct rp_rec ni = { .type = REC_NEXT_INO, .flags = REC_F_END, .ino = RP_ROOT_INO + 1 };
+	rc = log_append(fs, &w, &ni);
+	if (rc == 0)
+		rc = log_append(fs, &w, &r);
+	if (rc == 0)
+		rc = log_flush(fs, &w);
+	if (rc == 0) {
+		fs->vol.head = w.segs.v[0];
+		rc = vol_write(ps, slot, &fs->vol);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "writing the new volume: %s", strerror(-rc));
+		log_discard(fs, &w, true);
+		goto fail;
+	}
+	log_discard(fs, &w, false);
+	fs_delete(fs);
+	return 0;
+fail:
+	vol_release_slot(ps, slot);
+	fs_delete(fs);
+	return rc;
+}
+
+static void *bg_main(void *arg)
+{
+	struct rp_fs *fs = arg;
+	uint64_t last_flush = rp_now_ms();
+	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
+	if (fs->commit_ms < tick)
+		tick = fs->commit_ms;
+
+	pthread_mutex_lock(&fs->bg_mu);
+	while (!atomic_load(&fs->stop)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)tick * 1000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&fs->bg_cv, &fs->bg_mu, &ts);
+		if (atomic_load(&fs->stop))
+			break;
+		pthread_mutex_unlock(&fs->bg_mu);
+
+		uint64_t now = rp_now_ms();
+		if (now - fs->lease.last_renew_ms >= fs->lease.period_ms) {
+			int rc = lease_renew(fs->ps, &fs->lease);
+			if (rc == -ESTALE) {
+				rp_err("volume \"%s\": the lease was taken over by another mounter; "
+				       "refusing all further changes", fs->vol.name);
+				atomic_store(&fs->lease_lost, true);
+			} else if (rc < 0 && rp_now_ms() - fs->lease.last_renew_ms >
+				   (uint64_t)fs->lease.period_ms * (LEASE_EXPIRY_PERIODS - 1)) {
+				/* Others may take the volume over soon: stop writing first. */
+				if (!atomic_exchange(&fs->lease_lost, true))
+					rp_err("volume \"%s\": cannot renew the lease (%s); refusing "
+					       "further changes", fs->vol.name, strerror(-rc));
+			}
+		}
+		pthread_mutex_lock(&fs->mu);
+		if (!atomic_load(&fs->lease_lost)) {
+			if (now - last_flush >= fs->commit_ms) {
+				log_flush(fs, &fs->log);
+				last_flush = now;
+			}
+			if (fs->log.segs.n > fs->log_segments_at_ckpt + 64)
+				checkpoint(fs);
+		}
+		pthread_mutex_unlock(&fs->mu);
+		pthread_mutex_lock(&fs->bg_mu);
+	}
+	pthread_mutex_unlock(&fs->bg_mu);
+	return NULL;
+}
+
+int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_fs **out,
+		char *err, size_t errlen)
+{
+	const char *name = o->volume ? o->volume : RP_DEFAULT_VOLUME;
+	struct rp_fs *fs;
+	struct rp_extvec segs = { 0 };
+	char holder[64];
+	int rc;
+
+	*out = NULL;
+	if ((rc = check_volume_name(name, err, errlen)))
+		return rc;
+	if ((rc = fs_new(ps, &fs)) < 0)
+		return rc;
+	fs->ro = o->readonly;
+	fs->commit_ms = o->commit_ms ? o->commit_ms : 1000;
+	rc = vol_find(ps, name, &fs->slot, &fs->vol);
+	if (rc < 0) {
+		snprintf(err, errlen, rc == -ENOENT ? "no volume \"%s\" in this cluster (make it with "
+			 "'rdmapool mkfs')" : "reading the volume table: %s",
+			 rc == -ENOENT ? name : strerror(-rc));
+		goto fail;
+	}
+	if (fs->vol.block_size != ps->block_size) {
+		snprintf(err, errlen, "volume \"%s\" has %u-byte blocks, the pools %u", name,
+			 fs->vol.block_size, ps->block_size);
+		rc = -EINVAL;
+		goto fail;
+	}
+	fs->stripe_blocks = fs->vol.stripe_blocks ? fs->vol.stripe_blocks : 64;
+	if (!fs->ro) {
+		if (!o->holder)
+			default_holder(holder, sizeof(holder));
+		rc = lease_acquire(ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
+				   o->holder ? o->holder : holder, &fs->lease, err, errlen);
+		if (rc < 0) {
+			if (rc != -EBUSY)
+				snprintf(err, errlen, "taking the volume's lease: %s", strerror(-rc));
+			goto fail;
+		}
+		/* the record may have changed while we waited for a stale lease */
+		if ((rc = vol_find(ps, name, &fs->slot, &fs->vol)) < 0) {
+			snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
+			goto fail_lease;
+		}
+	}
+	if ((rc = state_load(fs, &segs, err, errlen)) < 0)
+		goto fail_lease;
+	if (!fs->ro) {
+		/* Continue in a new epoch: a checkpoint leaves whatever a crash left
+		 * past the end of the old log behind for good. */
+		fs->log.segs = segs;
+		segs = (struct rp_extvec){ 0 };
+		fs->log.epoch = fs->vol.epoch;
+		pthread_mutex_lock(&fs->mu);
+		rc = checkpoint(fs);
+		if (rc == 0) {
+			/* files unlinked while open when the last mounter stopped */
+			size_t orphans = 0;
+			for (size_t b = 0; b < fs->it.nb; b++) {
+				struct rp_inode *in = fs->it.b[b], *next;
+				for (; in; in = next) {
+					next = in->hnext;
+					if (in->nlink == 0 && in->ino != RP_ROOT_INO) {
+						fs_maybe_purge(fs, in);
+						orphans++;
+					}
+				}
+			}
+			if (orphans)
+				rp_info("volume \"%s\": freed %zu orphaned inodes", name, orphans);
+			rc = log_flush(fs, &fs->log);
+		}
+		pthread_mutex_unlock(&fs->mu);
+		if (rc < 0) {
+			snprintf(err, errlen, "volume \"%s\": starting a new log: %s", name, strerror(-rc));
+			goto fail_lease;
+		}
+		if (pthread_create(&fs->bg, NULL, bg_main, fs) != 0) {
+			rc = -EAGAIN;
+			snprintf(err, errlen, "cannot start the background thread");
+			goto fail_lease;
+		}
+		fs->bg_running = true;
+	}
+	extvec_free(&segs);
+	*out = fs;
+	return 0;
+fail_lease:
+	if (!fs->ro) {
+		if (fs->log.scratch)
+			log_discard(fs, &fs->log, false);
+		else
+			extvec_free(&fs->log.segs);
+		lease_release(ps, &fs->lease);
+	}
+fail:
+	extvec_free(&segs);
+	fs_delete(fs);
+	return rc;
+}
+
+int rp_fs_unmount(struct rp_fs *fs)
+{
+	int rc = 0;
+	if (!fs)
+		return 0;
+	if (fs->bg_running) {
+		pthread_mutex_lock(&fs->bg_mu);
+		atomic_store(&fs->stop, true);
+		pthread_cond_signal(&fs->bg_cv);
+		pthread_mutex_unlock(&fs->bg_mu);
+		pthread_join(fs->bg, NULL);
+	}
+	if (!fs->ro) {
+		pthread_mutex_lock(&fs->mu);
+		if (!atomic_load(&fs->lease_lost)) {
+			rc = log_flush(fs, &fs->log);
+			if (rc < 0)
+				rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
+		}
+		pthread_mutex_unlock(&fs->mu);
+		/* the log stays: it is the volume; only the spare goes back */
+		log_discard(fs, &fs->log, false);
+		if (!atomic_load(&fs->lease_lost))
+			lease_release(fs->ps, &fs->lease);
+	}
+	fs_delete(fs);
+	return rc;
+}
+
+int rp_fs_sync(struct rp_fs *fs)
+{
+	int rc;
+	if (fs->ro)
+		return 0;
+	if ((rc = fs_writable(fs)))
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	rc = log_flush(fs, &fs->log);
+	pthread_mutex_unlock(&fs->mu);
+	return rc < 0 ? -EIO : 0;
+}
+
+int rp_fs_fsync(struct rp_fs *fs, uint64_t ino)
+{
+	(void)ino; /* data is in the pools once write returns; the log holds the rest */
+	return rp_fs_sync(fs);
+}
+
+int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
+{
+	uint64_t total = 0, nfree = 0;
+	for (size_t i = 0; i < fs->ps->n; i++) {
+		uint64_t f, t;
+		int rc = rp_pool_usage(fs->ps, (uint32_t)i, &f, &t);
+		if (rc < 0)
+			return -EIO;
+		total += t;
+		nfree += f;
+	}
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = fs->block_size;
+	st->f_frsize = fs->block_size;
+	st->f_blocks = total;
+	st->f_bfree = nfree;
+	st->f_bavail = nfree;
+	pthread_mutex_lock(&fs->mu);
+	st->f_files = total + fs->it.n;
+	st->f_ffree = nfree;
+	pthread_mutex_unlock(&fs->mu);
+	st->f_namemax = 255;
+	return 0;
+}

@@ -1,0 +1,776 @@
+/* Namespace operations. Each one checks everything first, then commits one
+ * transaction: its records are appended to the log and applied to memory
+ * together, so the log and the namespace never disagree. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#define NAME_MAX_BYTES 255
+#define TXN_MAX 12
+
+struct timespec fs_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+int fs_writable(struct rp_fs *fs)
+{
+	if (fs->ro)
+		return -EROFS;
+	if (atomic_load(&fs->lease_lost))
+		return -EIO; /* another mounter may own the volume now */
+	return 0;
+}
+
+struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino)
+{
+	return itable_get(&fs->it, ino);
+}
+
+void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = REC_ATTR;
+	r->ino = in->ino;
+	r->mode = in->mode;
+	r->uid = in->uid;
+	r->gid = in->gid;
+	r->nlink = in->nlink;
+	r->size = in->size;
+	r->rdev = in->rdev;
+	r->gen = in->gen;
+	r->atime = in->atime;
+	r->mtime = in->mtime;
+	r->ctime = in->ctime;
+}
+
+int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
+{
+	struct rp_logmark m;
+	int rc = 0;
+
+	log_mark(&fs->log, &m);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		recs[i].flags = i + 1 == n ? REC_F_END : 0;
+		rc = log_append(fs, &fs->log, &recs[i]);
+	}
+	if (rc < 0) {
+		log_rollback(fs, &fs->log, &m);
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int arc = state_apply(fs, &recs[i], &fs->deferred);
+		if (arc < 0) {
+			/* checked beforehand, so this is a bug or memory exhaustion */
+			rp_err("applying record type %u for inode %llu: %s", recs[i].type,
+			       (unsigned long long)recs[i].ino, strerror(-arc));
+			rc = -EIO;
+		}
+	}
+	if (fs->log.pend_bytes >= 256 * 1024) {
+		int frc = log_flush(fs, &fs->log);
+		if (frc < 0 && rc == 0)
+			rc = frc;
+	}
+	if (fs->log.segs.n > fs->log_segments_at_ckpt + 64) {
+		pthread_mutex_lock(&fs->bg_mu);
+		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */
+		pthread_mutex_unlock(&fs->bg_mu);
+	}
+	return rc;
+}
+
+/* A transaction under construction: one ATTR record per inode touched. */
+struct txn {
+	struct rp_rec r[TXN_MAX];
+	size_t n;
+};
+
+static struct rp_rec *txn_add(struct txn *t, uint8_t type)
+{
+	struct rp_rec *r = &t->r[t->n++];
+	memset(r, 0, sizeof(*r));
+	r->type = type;
+	return r;
+}
+
+static struct rp_rec *txn_attr(struct txn *t, const struct rp_inode *in)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->r[i].type == REC_ATTR && t->r[i].ino == in->ino)
+			return &t->r[i];
+	struct rp_rec *r = &t->r[t->n++];
+	fs_rec_attr(in, r);
+	return r;
+}
+
+static void txn_dirent(struct txn *t, uint8_t type, uint64_t parent, const char *name, uint64_t ino)
+{
+	struct rp_rec *r = txn_add(t, type);
+	r->ino = parent;
+	r->ino2 = ino;
+	r->name = name;
+	r->name_len = (uint32_t)strlen(name);
+}
+
+void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in)
+{
+	if (in->nlink || in->nopen || in->nlookup || fs->ro || in->ino == RP_ROOT_INO)
+		return;
+	struct rp_rec r = { .type = REC_INODE_DEL, .ino = in->ino };
+	if (fs_commit(fs, &r, 1) < 0)
+		rp_warn("inode %llu stays allocated until the next mount",
+			(unsigned long long)in->ino);
+}
+
+static int check_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0)
+		return -ENOENT;
+	if (n > NAME_MAX_BYTES)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int get_dir(struct rp_fs *fs, uint64_t ino, struct rp_inode **out)
+{
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in)
+		return -ENOENT;
+	if (!in->dir)
+		return -ENOTDIR;
+	*out = in;
+	return 0;
+}
+
+static void attr_out(struct rp_fs *fs, struct rp_inode *in, struct rp_attr *out)
+{
+	if (out)
+		inode_to_attr(in, fs->block_size, out);
+}
+
+int rp_fs_lookup(struct rp_fs *fs, uint64_t parent, const char *name, struct rp_attr *out)
+{
+	struct rp_inode *p, *c;
+	int rc = check_name(name);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	if ((rc = get_dir(fs, parent, &p)) == 0) {
+		struct rp_dirent *e = dir_find(p->dir, name);
+		c = e ? fs_inode(fs, e->ino) : NULL;
+		if (!c) {
+			rc = -ENOENT;
+		} else {
+			c->nlookup++;
+			attr_out(fs, c, out);
+		}
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+void rp_fs_forget(struct rp_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (in) {
+		in->nlookup = in->nlookup > nlookup ? in->nlookup - nlookup : 0;
+		fs_maybe_purge(fs, in);
+	}
+	pthread_mutex_unlock(&fs->mu);
+}
+
+int rp_fs_getattr(struct rp_fs *fs, uint64_t ino, struct rp_attr *out)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (in)
+		attr_out(fs, in, out);
+	else
+		rc = -ENOENT;
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, int to_set,
+		  struct rp_attr *out)
+{
+	struct rp_inode *in;
+	struct txn t = { .n = 0 };
+	int rc;
+
+	if ((rc = fs_writable(fs)))
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	in = fs_inode(fs, ino);
+	pthread_mutex_unlock(&fs->mu);
+	if (!in)
+		return -ENOENT;
+	if (to_set & RP_SET_SIZE) {
+		if (S_ISDIR(in->mode))
+			return -EISDIR;
+		if (!S_ISREG(in->mode))
+			return -EINVAL;
+		pthread_rwlock_wrlock(&in->io);
+		pthread_mutex_lock(&fs->mu);
+		rc = data_truncate(fs, in, sa->size);
+		pthread_mutex_unlock(&fs->mu);
+		pthread_rwlock_unlock(&in->io);
+		if (rc < 0)
+			return rc;
+	}
+	pthread_mutex_lock(&fs->mu);
+	struct timespec now = fs_now();
+	struct rp_rec *a = txn_attr(&t, in);
+	if (to_set & RP_SET_MODE)
+		a->mode = (in->mode & S_IFMT) | (sa->mode & 07777);
+	if (to_set & RP_SET_UID)
+		a->uid = sa->uid;
+	if (to_set & RP_SET_GID)
+		a->gid = sa->gid;
+	if ((to_set & (RP_SET_UID | RP_SET_GID)) && !S_ISDIR(in->mode))
+		a->mode &= ~(uint32_t)(S_ISUID | S_ISGID); /* chown drops set-id bits */
+	if (to_set & RP_SET_ATIME_NOW)
+		a->atime = now;
+	else if (to_set & RP_SET_ATIME)
+		a->atime = sa->atime;
+	if (to_set & RP_SET_MTIME_NOW)
+		a->mtime = now;
+	else if (to_set & RP_SET_MTIME)
+		a->mtime = sa->mtime;
+	a->ctime = (to_set & RP_SET_CTIME) ? sa->ctime : now;
+	rc = fs_commit(fs, t.r, t.n);
+	if (rc == 0)
+		attr_out(fs, in, out);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* Create an inode named name in parent: the common part of mknod, mkdir and
+ * symlink. */
+static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t mode,
+		  uint64_t rdev, const char *target, const struct rp_cred *cr, struct rp_attr *out)
+{
+	struct rp_inode *p;
+	struct txn t = { .n = 0 };
+	int rc;
+
+	if ((rc = fs_writable(fs)) || (rc = check_name(name)))
+		return rc;
+	if (target && strlen(target) > RP_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&fs->mu);
+	if ((rc = get_dir(fs, parent, &p)))
+		goto out;
+	if (p->nlink == 0) {
+		rc = -ENOENT; /* a removed directory */
+		goto out;
+	}
+	if (dir_find(p->dir, name)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	struct timespec now = fs_now();
+	uint64_t ino = fs->next_ino;
+	struct rp_rec *a = txn_add(&t, REC_ATTR);
+	a->ino = ino;
+	a->mode = mode;
+	a->uid = cr->uid;
+	a->gid = (p->mode & S_ISGID) ? p->gid : cr->gid; /* set-gid directories pass their group on */
+	if (S_ISDIR(mode) && (p->mode & S_ISGID))
+		a->mode |= S_ISGID;
+	a->nlink = S_ISDIR(mode) ? 2 : 1;
+	a->rdev = rdev;
+	a->gen = 1;
+	a->atime = a->mtime = a->ctime = now;
+	if (target) {
+		struct rp_rec *s = txn_add(&t, REC_SYMLINK);
+		s->ino = ino;
+		s->name = target;
+		s->name_len = (uint32_t)strlen(target);
+	}
+	txn_dirent(&t, REC_DIRENT_ADD, parent, name, ino);
+	struct rp_rec *pa = txn_attr(&t, p);
+	pa->mtime = pa->ctime = now;
+	if (S_ISDIR(mode))
+		pa->nlink++;
+	if ((rc = fs_commit(fs, t.r, t.n)) == 0) {
+		struct rp_inode *in = fs_inode(fs, ino);
+		in->nlookup++;
+		attr_out(fs, in, out);
+	}
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_mknod(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t mode, uint64_t rdev,
+		const struct rp_cred *cr, struct rp_attr *out)
+{
+	if (S_ISDIR(mode) || S_ISLNK(mode))
+		return -EINVAL;
+	if (!(mode & S_IFMT))
+		mode |= S_IFREG;
+	return create(fs, parent, name, mode, rdev, NULL, cr, out);
+}
+
+int rp_fs_mkdir(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t mode,
+		const struct rp_cred *cr, struct rp_attr *out)
+{
+	return create(fs, parent, name, S_IFDIR | (mode & 07777), 0, NULL, cr, out);
+}
+
+int rp_fs_symlink(struct rp_fs *fs, uint64_t parent, const char *name, const char *target,
+		  const struct rp_cred *cr, struct rp_attr *out)
+{
+	return create(fs, parent, name, S_IFLNK | 0777, 0, target, cr, out);
+}
+
+int rp_fs_readlink(struct rp_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	int rc;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in)
+		rc = -ENOENT;
+	else if (!S_ISLNK(in->mode) || !in->target)
+		rc = -EINVAL;
+	else {
+		snprintf(buf, size, "%s", in->target);
+		rc = (int)strlen(in->target);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *newname,
+	       struct rp_attr *out)
+{
+	struct rp_inode *p, *in;
+	struct txn t = { .n = 0 };
+	int rc;
+
+	if ((rc = fs_writable(fs)) || (rc = check_name(newname)))
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	if ((rc = get_dir(fs, newparent, &p)))
+		goto out;
+	in = fs_inode(fs, ino);
+	if (!in) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (S_ISDIR(in->mode)) {
+		rc = -EPERM;
+		goto out;
+	}
+	if (in->nlink == 0 || p->nlink == 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (in->nlink >= 65000) {
+		rc = -EMLINK;
+		goto out;
+	}
+	if (dir_find(p->dir, newname)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	struct timespec now = fs_now();
+	struct rp_rec *a = txn_attr(&t, in);
+	a->nlink++;
+	a->ctime = now;
+	txn_dirent(&t, REC_DIRENT_ADD, newparent, newname, ino);
+	struct rp_rec *pa = txn_attr(&t, p);
+	pa->mtime = pa->ctime = now;
+	if ((rc = fs_commit(fs, t.r, t.n)) == 0) {
+		in->nlookup++;
+		attr_out(fs, in, out);
+	}
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+static int remove_entry(struct rp_fs *fs, uint64_t parent, const char *name, bool want_dir)
+{
+	struct rp_inode *p, *c;
+	struct txn t = { .n = 0 };
+	int rc;
+
+	if ((rc = fs_writable(fs)) || (rc = check_name(name)))
+		return rc;
+	pthread_mutex_lock(&fs->mu);
+	if ((rc = get_dir(fs, parent, &p)))
+		goto out;
+	struct rp_dirent *e = dir_find(p->dir, name);
+	c = e ? fs_inode(fs, e->ino) : NULL;
+	if (!c) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (want_dir && !c->dir) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	if (!want_dir && c->dir) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (want_dir && c->dir->live > 0) {
+		rc = -ENOTEMPTY;
+		goto out;
+	}
+	struct timespec now = fs_now();
+	txn_dirent(&t, REC_DIRENT_DEL, parent, name, c->ino);
+	struct rp_rec *ca = txn_attr(&t, c);
+	ca->nlink = want_dir ? 0 : ca->nlink - 1;
+	ca->ctime = now;
+	struct rp_rec *pa = txn_attr(&t, p);
+	pa->mtime = pa->ctime = now;
+	if (want_dir)
+		pa->nlink--;
+	if ((rc = fs_commit(fs, t.r, t.n)) == 0)
+		fs_maybe_purge(fs, c);
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_unlink(struct rp_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_entry(fs, parent, name, false);
+}
+
+int rp_fs_rmdir(struct rp_fs *fs, uint64_t parent, const char *name)
+{
+	return remove_entry(fs, parent, name, true);
+}
+
+/* Is dir an ancestor of (or the same as) ino? Directories know their parent. */
+static bool is_ancestor(struct rp_fs *fs, uint64_t dir, uint64_t ino)
+{
+	for (int depth = 0; depth < 100000; depth++) {
+		if (ino == dir)
+			return true;
+		if (ino == RP_ROOT_INO)
+			return false;
+		struct rp_inode *in = fs_inode(fs, ino);
+		if (!in)
+			return false;
+		ino = in->parent;
+	}
+	return true;
+}
+
+int rp_fs_rename(struct rp_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
+		 const char *newname, unsigned flags)
+{
+	struct rp_inode *p, *np, *src, *dst = NULL;
+	struct txn t = { .n = 0 };
+	int rc;
+
+	if ((rc = fs_writable(fs)) || (rc = check_name(name)) || (rc = check_name(newname)))
+		return rc;
+	if ((flags & RP_RENAME_EXCHANGE) && (flags & RP_RENAME_NOREPLACE))
+		return -EINVAL;
+	if (flags & ~(unsigned)(RP_RENAME_EXCHANGE | RP_RENAME_NOREPLACE))
+		return -EINVAL;
+	pthread_mutex_lock(&fs->mu);
+	if ((rc = get_dir(fs, parent, &p)) || (rc = get_dir(fs, newparent, &np)))
+		goto out;
+	struct rp_dirent *se = dir_find(p->dir, name), *de = dir_find(np->dir, newname);
+	src = se ? fs_inode(fs, se->ino) : NULL;
+	dst = de ? fs_inode(fs, de->ino) : NULL;
+	if (!src || (de && !dst)) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (np->nlink == 0) {
+		rc = -ENOENT;
+		goto out;
+	}
+	struct timespec now = fs_now();
+	if (flags & RP_RENAME_EXCHANGE) {
+		if (!dst) {
+			rc = -ENOENT;
+			goto out;
+		}
+		if ((src->dir && is_ancestor(fs, src->ino, newparent)) ||
+		    (dst->dir && is_ancestor(fs, dst->ino, parent))) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (src == dst)
+			goto out;
+		txn_dirent(&t, REC_DIRENT_DEL, parent, name, src->ino);
+		txn_dirent(&t, REC_DIRENT_DEL, newparent, newname, dst->ino);
+		txn_dirent(&t, REC_DIRENT_ADD, parent, name, dst->ino);
+		txn_dirent(&t, REC_DIRENT_ADD, newparent, newname, src->ino);
+		if (p != np && (src->dir != NULL) != (dst->dir != NULL)) {
+			/* a directory changes parent: move its ".." link count */
+			txn_attr(&t, p)->nlink += src->dir ? -1 : 1;
+			txn_attr(&t, np)->nlink += src->dir ? 1 : -1;
+		}
+		txn_attr(&t, src)->ctime = now;
+		txn_attr(&t, dst)->ctime = now;
+	} else {
+		if (dst && (flags & RP_RENAME_NOREPLACE)) {
+			rc = -EEXIST;
+			goto out;
+		}
+		if (src->dir && is_ancestor(fs, src->ino, newparent)) {
+			rc = -EINVAL; /* into itself or its own subtree */
+			goto out;
+		}
+		if (dst == src)
+			goto out; /* two names of one inode: nothing to do */
+		if (dst) {
+			if (src->dir && !dst->dir) {
+				rc = -ENOTDIR;
+				goto out;
+			}
+			if (!src->dir && dst->dir) {
+				rc = -EISDIR;
+				goto out;
+			}
+			if (dst->dir && dst->dir->live > 0) {
+				rc = -ENOTEMPTY;
+				goto out;
+			}
+			txn_dirent(&t, REC_DIRENT_DEL, newparent, newname, dst->ino);
+			struct rp_rec *da = txn_attr(&t, dst);
+			da->nlink = dst->dir ? 0 : da->nlink - 1;
+			da->ctime = now;
+			if (dst->dir)
+				txn_attr(&t, np)->nlink--;
+		}
+		txn_dirent(&t, REC_DIRENT_DEL, parent, name, src->ino);
+		txn_dirent(&t, REC_DIRENT_ADD, newparent, newname, src->ino);
+		if (src->dir && p != np) {
+			txn_attr(&t, p)->nlink--;
+			txn_attr(&t, np)->nlink++;
+		}
+		txn_attr(&t, src)->ctime = now;
+	}
+	struct rp_rec *pa = txn_attr(&t, p);
+	pa->mtime = pa->ctime = now;
+	struct rp_rec *npa = txn_attr(&t, np);
+	npa->mtime = npa->ctime = now;
+	if ((rc = fs_commit(fs, t.r, t.n)) == 0 && dst && !(flags & RP_RENAME_EXCHANGE))
+		fs_maybe_purge(fs, dst);
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
+{
+	int rc = 0;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in)
+		rc = -ENOENT;
+	else if (in->dir && (flags & O_ACCMODE) != O_RDONLY)
+		rc = -EISDIR;
+	else if ((flags & O_ACCMODE) != O_RDONLY && fs->ro)
+		rc = -EROFS;
+	else
+		in->nopen++;
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+void rp_fs_release(struct rp_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (in && in->nopen) {
+		in->nopen--;
+		fs_maybe_purge(fs, in);
+	}
+	pthread_mutex_unlock(&fs->mu);
+}
+
+int rp_fs_opendir(struct rp_fs *fs, uint64_t ino)
+{
+	struct rp_inode *in;
+	pthread_mutex_lock(&fs->mu);
+	int rc = get_dir(fs, ino, &in);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_readdir(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn fill, void *ctx)
+{
+	struct rp_inode *d;
+	pthread_mutex_lock(&fs->mu);
+	int rc = get_dir(fs, ino, &d);
+	if (rc)
+		goto out;
+	if (off < 1 && fill(ctx, ".", d->ino, d->mode, 1))
+		goto out;
+	if (off < 2) {
+		struct rp_inode *pp = fs_inode(fs, d->parent);
+		if (fill(ctx, "..", d->parent, pp ? pp->mode : S_IFDIR, 2))
+			goto out;
+	}
+	for (size_t i = dir_seek(d->dir, off < 2 ? 2 : off); i < d->dir->n; i++) {
+		const struct rp_dirent *e = &d->dir->ents[i];
+		if (!e->name)
+			continue;
+		struct rp_inode *c = fs_inode(fs, e->ino);
+		if (fill(ctx, e->name, e->ino, c ? c->mode : 0, e->cookie))
+			break;
+	}
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* ---- extended attributes ---- */
+
+static int xattr_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > RP_XATTR_NAME_MAX)
+		return -ERANGE;
+	if (strncmp(name, "user.", 5) && strncmp(name, "trusted.", 8) && strncmp(name, "security.", 9))
+		return -EOPNOTSUPP; /* system.* (ACLs) is not supported */
+	return 0;
+}
+
+static struct rp_xattr *xattr_get(struct rp_inode *in, const char *name)
+{
+	for (size_t i = 0; i < in->nxattrs; i++)
+		if (strcmp(in->xattrs[i].name, name) == 0)
+			return &in->xattrs[i];
+	return NULL;
+}
+
+int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void *value,
+		   size_t size, int flags)
+{
+	struct txn t = { .n = 0 };
+	int rc;
+	if ((rc = fs_writable(fs)) || (rc = xattr_name_ok(name)))
+		return rc;
+	if (size > RP_XATTR_VALUE_MAX)
+		return -E2BIG;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in) {
+		rc = -ENOENT;
+		goto out;
+	}
+	struct rp_xattr *x = xattr_get(in, name);
+	if ((flags & XATTR_CREATE) && x) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if ((flags & XATTR_REPLACE) && !x) {
+		rc = -ENODATA;
+		goto out;
+	}
+	struct rp_rec *r = txn_add(&t, REC_XATTR_SET);
+	r->ino = ino;
+	r->name = name;
+	r->name_len = (uint32_t)strlen(name);
+	r->value = value;
+	r->value_len = (uint32_t)size;
+	txn_attr(&t, in)->ctime = fs_now();
+	rc = fs_commit(fs, t.r, t.n);
+out:
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+ssize_t rp_fs_getxattr(struct rp_fs *fs, uint64_t ino, const char *name, void *value, size_t size)
+{
+	ssize_t rc = xattr_name_ok(name);
+	if (rc)
+		return rc == -EOPNOTSUPP ? -ENODATA : rc;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	struct rp_xattr *x = in ? xattr_get(in, name) : NULL;
+	if (!in)
+		rc = -ENOENT;
+	else if (!x)
+		rc = -ENODATA;
+	else if (size == 0)
+		rc = (ssize_t)x->len;
+	else if (size < x->len)
+		rc = -ERANGE;
+	else {
+		memcpy(value, x->value, x->len);
+		rc = (ssize_t)x->len;
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+ssize_t rp_fs_listxattr(struct rp_fs *fs, uint64_t ino, char *list, size_t size)
+{
+	ssize_t rc = 0;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in) {
+		rc = -ENOENT;
+	} else {
+		size_t total = 0;
+		for (size_t i = 0; i < in->nxattrs; i++)
+			total += strlen(in->xattrs[i].name) + 1;
+		if (size == 0) {
+			rc = (ssize_t)total;
+		} else if (size < total) {
+			rc = -ERANGE;
+		} else {
+			char *p = list;
+			for (size_t i = 0; i < in->nxattrs; i++) {
+				size_t n = strlen(in->xattrs[i].name) + 1;
+				memcpy(p, in->xattrs[i].name, n);
+				p += n;
+			}
+			rc = (ssize_t)total;
+		}
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name)
+{
+	struct txn t = { .n = 0 };
+	int rc;
+	if ((rc = fs_writable(fs)) || (rc = xattr_name_ok(name)))
+		return rc == -EOPNOTSUPP ? -ENODATA : rc;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	if (!in)
+		rc = -ENOENT;
+	else if (!xattr_get(in, name))
+		rc = -ENODATA;
+	else {
+		struct rp_rec *r = txn_add(&t, REC_XATTR_DEL);
+		r->ino = ino;
+		r->name = name;
+		r->name_len = (uint32_t)strlen(name);
+		txn_attr(&t, in)->ctime = fs_now();
+		rc = fs_commit(fs, t.r, t.n);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}

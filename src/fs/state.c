@@ -1,0 +1,214 @@
+/* Applying log records to the in-memory namespace. The same code runs when a
+ * volume is replayed at mount and when a live operation commits, so what is
+ * in memory is always what the log says. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dup_name(const char *name, uint32_t len)
+{
+	char *s = malloc(len + 1);
+	if (s) {
+		memcpy(s, name, len);
+		s[len] = '\0';
+	}
+	return s;
+}
+
+static int xattr_set(struct rp_inode *in, const char *name, uint32_t nlen, const void *val,
+		     uint32_t vlen)
+{
+	void *v = malloc(vlen ? vlen : 1);
+	if (!v)
+		return -ENOMEM;
+	memcpy(v, val, vlen);
+	for (size_t i = 0; i < in->nxattrs; i++) {
+		if (strlen(in->xattrs[i].name) == nlen && memcmp(in->xattrs[i].name, name, nlen) == 0) {
+			free(in->xattrs[i].value);
+			in->xattrs[i].value = v;
+			in->xattrs[i].len = vlen;
+			return 0;
+		}
+	}
+	struct rp_xattr *nx = realloc(in->xattrs, (in->nxattrs + 1) * sizeof(*nx));
+	char *n = dup_name(name, nlen);
+	if (!nx || !n) {
+		free(v);
+		free(n);
+		if (nx)
+			in->xattrs = nx;
+		return -ENOMEM;
+	}
+	in->xattrs = nx;
+	in->xattrs[in->nxattrs++] = (struct rp_xattr){ .name = n, .value = v, .len = vlen };
+	return 0;
+}
+
+static int xattr_del(struct rp_inode *in, const char *name, uint32_t nlen)
+{
+	for (size_t i = 0; i < in->nxattrs; i++) {
+		if (strlen(in->xattrs[i].name) == nlen && memcmp(in->xattrs[i].name, name, nlen) == 0) {
+			free(in->xattrs[i].name);
+			free(in->xattrs[i].value);
+			in->xattrs[i] = in->xattrs[--in->nxattrs];
+			return 0;
+		}
+	}
+	return -ENODATA;
+}
+
+int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *freed)
+{
+	struct rp_inode *in = NULL, *child;
+	char *name;
+	int rc = 0;
+
+	switch (r->type) {
+	case REC_ATTR:
+		in = itable_get(&fs->it, r->ino);
+		if (in && (in->mode & S_IFMT) != (r->mode & S_IFMT))
+			return -EUCLEAN;
+		if (!in) {
+			in = inode_new(r->ino, r->mode);
+			if (!in)
+				return -ENOMEM;
+			if ((rc = itable_put(&fs->it, in)) < 0) {
+				inode_destroy(in);
+				return rc;
+			}
+		}
+		in->mode = r->mode;
+		in->uid = r->uid;
+		in->gid = r->gid;
+		in->nlink = r->nlink;
+		in->size = r->size;
+		in->rdev = r->rdev;
+		in->gen = r->gen;
+		in->atime = r->atime;
+		in->mtime = r->mtime;
+		in->ctime = r->ctime;
+		if (r->ino >= fs->next_ino)
+			fs->next_ino = r->ino + 1;
+		return 0;
+	case REC_NEXT_INO:
+		if (r->ino > fs->next_ino)
+			fs->next_ino = r->ino;
+		return 0;
+	case REC_DIRENT_ADD:
+	case REC_DIRENT_DEL:
+		in = itable_get(&fs->it, r->ino);
+		if (!in || !in->dir)
+			return -EUCLEAN;
+		name = dup_name(r->name, r->name_len);
+		if (!name)
+			return -ENOMEM;
+		if (r->type == REC_DIRENT_ADD) {
+			child = itable_get(&fs->it, r->ino2);
+			rc = child ? dir_add(in->dir, name, r->ino2) : -EUCLEAN;
+			if (rc == 0 && child->dir)
+				child->parent = r->ino;
+		} else {
+			rc = dir_del(in->dir, name);
+		}
+		free(name);
+		return rc == -EEXIST || rc == -ENOENT ? -EUCLEAN : rc;
+	case REC_EXT_SET:
+		in = itable_get(&fs->it, r->ino);
+		if (!in || !S_ISREG(in->mode))
+			return -EUCLEAN;
+		{
+			struct rp_fext e = { .fblock = r->fblock, .pblock = r->ext.block,
+					     .pool = r->ext.pool, .count = r->ext.count };
+			rc = emap_insert(&in->map, &e);
+		}
+		return rc == -EEXIST ? -EUCLEAN : rc;
+	case REC_EXT_CLEAR:
+		in = itable_get(&fs->it, r->ino);
+		if (!in || !S_ISREG(in->mode))
+			return -EUCLEAN;
+		return emap_remove(&in->map, r->fblock, r->count, freed);
+	case REC_XATTR_SET:
+	case REC_XATTR_DEL:
+		in = itable_get(&fs->it, r->ino);
+		if (!in)
+			return -EUCLEAN;
+		if (r->type == REC_XATTR_SET)
+			return xattr_set(in, r->name, r->name_len, r->value, r->value_len);
+		return xattr_del(in, r->name, r->name_len) < 0 ? -EUCLEAN : 0;
+	case REC_SYMLINK:
+		in = itable_get(&fs->it, r->ino);
+		if (!in || !S_ISLNK(in->mode))
+			return -EUCLEAN;
+		name = dup_name(r->name, r->name_len);
+		if (!name)
+			return -ENOMEM;
+		free(in->target);
+		in->target = name;
+		return 0;
+	case REC_INODE_DEL:
+		in = itable_get(&fs->it, r->ino);
+		if (!in)
+			return -EUCLEAN;
+		if (freed)
+			for (size_t i = 0; i < in->map.n; i++) {
+				struct rp_extent e = { .pool = in->map.v[i].pool, .block = in->map.v[i].pblock,
+						       .count = in->map.v[i].count };
+				if ((rc = extvec_push(freed, &e)) < 0)
+					return rc;
+			}
+		itable_remove(&fs->it, r->ino);
+		inode_destroy(in);
+		return 0;
+	default:
+		return -EUCLEAN;
+	}
+}
+
+static int replay_cb(void *arg, const struct rp_rec *r)
+{
+	struct rp_fs *fs = arg;
+	int rc = state_apply(fs, r, NULL);
+	if (rc < 0)
+		rp_err("metadata log: record %llu (type %u, inode %llu) does not apply: %s",
+		       (unsigned long long)r->seq, r->type, (unsigned long long)r->ino, strerror(-rc));
+	return rc;
+}
+
+int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errlen)
+{
+	uint64_t records;
+	fs->next_ino = RP_ROOT_INO + 1;
+	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records);
+	if (rc < 0) {
+		snprintf(err, errlen, "volume \"%s\": replaying the metadata log: %s", fs->vol.name,
+			 strerror(-rc));
+		return rc;
+	}
+	struct rp_inode *root = itable_get(&fs->it, RP_ROOT_INO);
+	if (!root || !root->dir) {
+		snprintf(err, errlen, "volume \"%s\": metadata log has no root directory", fs->vol.name);
+		return -EUCLEAN;
+	}
+	root->parent = RP_ROOT_INO;
+	rp_info("volume \"%s\": %llu records replayed, %zu inodes, %zu log segments", fs->vol.name,
+		(unsigned long long)records, fs->it.n, segs->n);
+	return 0;
+}
+
+void state_free(struct rp_fs *fs)
+{
+	for (size_t i = 0; i < fs->it.nb; i++) {
+		struct rp_inode *in = fs->it.b[i], *next;
+		for (; in; in = next) {
+			next = in->hnext;
+			inode_destroy(in);
+		}
+	}
+	free(fs->it.b);
+	memset(&fs->it, 0, sizeof(fs->it));
+}

@@ -1,0 +1,288 @@
+/* The volume table and the read-write lease.
+ *
+ * The first pool's home area holds 512-byte volume slots:
+ *   0   state word (0 free, VOL_USED taken: claimed with compare-and-swap)
+ *   8   lease word (0 free, else holder id << 32 | heartbeat counter)
+ *   16  holder description (host:pid), for messages
+ *   64  volume record copy A, 288 copy B
+ * A record is rewritten into the copy it did not come from, with a higher
+ * sequence number and a checksum, so a torn update leaves the other copy. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/crypto.h>
+#include <rdmapool/layout.h>
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOT_SIZE 512
+#define NSLOTS (RP_HOME_SIZE / SLOT_SIZE)
+#define VOL_USED 0x444553554c4f5652ull /* "RVOLUSED" */
+#define REC_MAGIC_VOL 0x4c565052u       /* "RPVL" */
+#define OFF_STATE 0
+#define OFF_LEASE 8
+#define OFF_HOLDER 16
+#define HOLDER_LEN 48
+#define OFF_COPY(i) (64 + (i) * 224)
+#define COPY_LEN 148
+
+static uint64_t slot_off(int slot, unsigned field)
+{
+	return RP_HOME_OFFSET + (uint64_t)slot * SLOT_SIZE + field;
+}
+
+static void encode(const struct rp_volrec *r, uint8_t *b)
+{
+	memset(b, 0, COPY_LEN);
+	rp_put_le32(b, REC_MAGIC_VOL);
+	rp_put_le32(b + 4, 1);
+	rp_put_le64(b + 8, r->seq);
+	memcpy(b + 16, r->name, strnlen(r->name, RP_VOLUME_NAME_MAX));
+	memcpy(b + 80, r->uuid, 16);
+	rp_put_le64(b + 96, r->epoch);
+	rp_put_le32(b + 104, r->head.pool);
+	rp_put_le32(b + 108, r->head.count);
+	rp_put_le64(b + 112, r->head.block);
+	rp_put_le32(b + 120, r->block_size);
+	rp_put_le32(b + 124, r->stripe_blocks);
+	rp_put_le32(b + 128, r->lease_ms);
+	rp_put_le64(b + 136, r->created_ns);
+	rp_put_le32(b + 144, rp_crc32c(0, b, 144));
+}
+
+static int decode(const uint8_t *b, struct rp_volrec *r)
+{
+	if (rp_get_le32(b) != REC_MAGIC_VOL || rp_get_le32(b + 4) != 1 ||
+	    rp_get_le32(b + 144) != rp_crc32c(0, b, 144))
+		return -EBADMSG;
+	memset(r, 0, sizeof(*r));
+	r->seq = rp_get_le64(b + 8);
+	memcpy(r->name, b + 16, RP_VOLUME_NAME_MAX);
+	memcpy(r->uuid, b + 80, 16);
+	r->epoch = rp_get_le64(b + 96);
+	r->head.pool = rp_get_le32(b + 104);
+	r->head.count = rp_get_le32(b + 108);
+	r->head.block = rp_get_le64(b + 112);
+	r->block_size = rp_get_le32(b + 120);
+	r->stripe_blocks = rp_get_le32(b + 124);
+	r->lease_ms = rp_get_le32(b + 128);
+	r->created_ns = rp_get_le64(b + 136);
+	return 0;
+}
+
+/* The newer valid copy of a slot. */
+static int slot_record(const uint8_t *slot, struct rp_volrec *r)
+{
+	struct rp_volrec a, b;
+	int ra = decode(slot + OFF_COPY(0), &a), rb = decode(slot + OFF_COPY(1), &b);
+	if (ra < 0 && rb < 0)
+		return -ENODATA;
+	*r = (ra == 0 && (rb < 0 || a.seq > b.seq)) ? a : b;
+	return 0;
+}
+
+int vol_each(struct rp_poolset *ps, int (*fn)(void *, int, const struct rp_volrec *), void *arg)
+{
+	uint8_t *home = malloc(RP_HOME_SIZE);
+	if (!home)
+		return -ENOMEM;
+	int rc = rp_pool_read(ps, VOL_POOL, RP_HOME_OFFSET, home, RP_HOME_SIZE);
+	for (int s = 0; rc == 0 && s < NSLOTS; s++) {
+		const uint8_t *slot = home + s * SLOT_SIZE;
+		struct rp_volrec r;
+		if (rp_get_le64(slot + OFF_STATE) != VOL_USED || slot_record(slot, &r) < 0)
+			continue;
+		rc = fn(arg, s, &r);
+	}
+	free(home);
+	return rc < 0 ? rc : 0;
+}
+
+struct find_ctx {
+	const char *name;
+	int slot;
+	struct rp_volrec rec;
+};
+
+static int find_cb(void *arg, int slot, const struct rp_volrec *r)
+{
+	struct find_ctx *f = arg;
+	if (f->slot < 0 && strcmp(r->name, f->name) == 0) {
+		f->slot = slot;
+		f->rec = *r;
+	}
+	return 0;
+}
+
+int vol_find(struct rp_poolset *ps, const char *name, int *slot, struct rp_volrec *rec)
+{
+	struct find_ctx f = { .name = name, .slot = -1 };
+	int rc = vol_each(ps, find_cb, &f);
+	if (rc < 0)
+		return rc;
+	if (f.slot < 0)
+		return -ENOENT;
+	*slot = f.slot;
+	if (rec)
+		*rec = f.rec;
+	return 0;
+}
+
+int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
+{
+	(void)name;
+	for (int s = 0; s < NSLOTS; s++) {
+		uint64_t old;
+		int rc = rp_pool_cas(ps, VOL_POOL, slot_off(s, OFF_STATE), 0, VOL_USED, &old);
+		if (rc < 0)
+			return rc;
+		if (old == 0) {
+			uint8_t clear[SLOT_SIZE - 8] = { 0 };
+			/* a slot freed earlier may hold an old record: wipe it */
+			rc = rp_pool_write(ps, VOL_POOL, slot_off(s, 8), clear, sizeof(clear));
+			if (rc < 0)
+				return rc;
+			*slot = s;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+int vol_release_slot(struct rp_poolset *ps, int slot)
+{
+	uint64_t old;
+	return rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_STATE), VOL_USED, 0, &old);
+}
+
+int vol_write(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
+{
+	uint8_t b[COPY_LEN];
+	rec->seq++;
+	encode(rec, b);
+	return rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
+}
+
+/* ---- lease ---- */
+
+static int read_word(struct rp_poolset *ps, int slot, uint64_t *v)
+{
+	return rp_pool_faa(ps, VOL_POOL, slot_off(slot, OFF_LEASE), 0, v); /* atomic read */
+}
+
+static void read_holder(struct rp_poolset *ps, int slot, char *out, size_t len)
+{
+	char h[HOLDER_LEN + 1] = { 0 };
+	if (rp_pool_read(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, HOLDER_LEN) < 0 || !h[0])
+		snprintf(h, sizeof(h), "an unknown client");
+	snprintf(out, len, "%s", h);
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Watch a held lease word: 1 when it moves (holder alive), 0 when it stays
+ * put for the expiry time (holder gone). */
+static int watch(struct rp_poolset *ps, int slot, uint64_t v, uint32_t period_ms)
+{
+	uint64_t deadline = rp_now_ms() + (uint64_t)period_ms * LEASE_EXPIRY_PERIODS;
+	while (rp_now_ms() < deadline) {
+		uint64_t now_v;
+		sleep_ms(period_ms / 2 ? period_ms / 2 : 1);
+		int rc = read_word(ps, slot, &now_v);
+		if (rc < 0)
+			return rc;
+		if (now_v != v)
+			return 1;
+	}
+	return 0;
+}
+
+int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const char *holder,
+		  struct rp_lease *l, char *err, size_t errlen)
+{
+	uint32_t id = 0;
+	uint64_t v, old;
+	char who[HOLDER_LEN + 1];
+	int rc;
+
+	while (id == 0)
+		rp_random_bytes(&id, sizeof(id));
+	uint64_t mine = ((uint64_t)id << 32) | 1;
+	if ((rc = read_word(ps, slot, &v)) < 0)
+		return rc;
+	for (;;) {
+		if (v != 0) {
+			read_holder(ps, slot, who, sizeof(who));
+			rc = watch(ps, slot, v, period_ms);
+			if (rc < 0)
+				return rc;
+			if (rc == 1) {
+				snprintf(err, errlen, "volume is mounted read-write by %s "
+					 "(mount it with -o ro, or unmount it there)", who);
+				return -EBUSY;
+			}
+			rp_warn("taking over the lease of %s, silent for %u ms", who,
+				period_ms * LEASE_EXPIRY_PERIODS);
+		}
+		if ((rc = rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
+			return rc;
+		if (old == v)
+			break;
+		v = old; /* someone else moved first: look again */
+	}
+	char h[HOLDER_LEN] = { 0 };
+	snprintf(h, sizeof(h), "%s", holder);
+	if ((rc = rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0)
+		return rc;
+	l->slot = slot;
+	l->word = mine;
+	l->period_ms = period_ms;
+	l->last_renew_ms = rp_now_ms();
+	return 0;
+}
+
+int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
+{
+	uint64_t next = (l->word & 0xffffffffu) == 0xffffffffu ? (l->word & ~0xffffffffull) | 1
+							       : l->word + 1;
+	uint64_t old;
+	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	if (rc < 0)
+		return rc;
+	if (old != l->word)
+		return -ESTALE; /* someone took the volume over */
+	l->word = next;
+	l->last_renew_ms = rp_now_ms();
+	return 0;
+}
+
+void lease_release(struct rp_poolset *ps, struct rp_lease *l)
+{
+	uint64_t old;
+	if (l->word)
+		rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, 0, &old);
+	l->word = 0;
+}
+
+int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holder, size_t len)
+{
+	uint64_t v;
+	int rc = read_word(ps, slot, &v);
+	if (rc < 0)
+		return rc;
+	if (v == 0)
+		return 0;
+	read_holder(ps, slot, holder, len);
+	return watch(ps, slot, v, period_ms);
+}

@@ -1,0 +1,448 @@
+/* FUSE low-level operations: unpack the request, call the filesystem layer,
+ * reply. Errors from below arrive as negative errnos and go back as they are. */
+#include "config.h"
+#include "fuse_ops.h"
+
+#include <rdmapool/fs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ATTR_TIMEOUT 1.0
+
+static struct rp_fs *FS(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void reply_entry(fuse_req_t req, int rc, const struct rp_attr *a)
+{
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	e.ino = a->ino;
+	e.generation = a->generation;
+	e.attr_timeout = ATTR_TIMEOUT;
+	e.entry_timeout = ATTR_TIMEOUT;
+	rp_attr_to_stat(a, &e.attr);
+	fuse_reply_entry(req, &e);
+}
+
+static void reply_attr(fuse_req_t req, int rc, const struct rp_attr *a)
+{
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	struct stat st;
+	rp_attr_to_stat(a, &st);
+	fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+}
+
+static struct rp_cred cred(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	return (struct rp_cred){ .uid = ctx->uid, .gid = ctx->gid };
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* 1 MiB writes: each becomes one batch of one-sided operations */
+	conn->max_write = 1u << 20;
+	conn->max_readahead = 1u << 20;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	conn->want &= ~FUSE_CAP_READDIRPLUS;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct rp_attr a;
+	reply_entry(req, rp_fs_lookup(FS(req), parent, name, &a), &a);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	rp_fs_forget(FS(req), ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		rp_fs_forget(FS(req), forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct rp_attr a;
+	reply_attr(req, rp_fs_getattr(FS(req), ino, &a), &a);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct rp_setattr sa = { .mode = st->st_mode, .uid = st->st_uid, .gid = st->st_gid,
+				 .size = (uint64_t)st->st_size, .atime = st->st_atim,
+				 .mtime = st->st_mtim, .ctime = st->st_ctim };
+	int set = 0;
+	if (to_set & FUSE_SET_ATTR_MODE) set |= RP_SET_MODE;
+	if (to_set & FUSE_SET_ATTR_UID) set |= RP_SET_UID;
+	if (to_set & FUSE_SET_ATTR_GID) set |= RP_SET_GID;
+	if (to_set & FUSE_SET_ATTR_SIZE) set |= RP_SET_SIZE;
+	if (to_set & FUSE_SET_ATTR_ATIME) set |= RP_SET_ATIME;
+	if (to_set & FUSE_SET_ATTR_MTIME) set |= RP_SET_MTIME;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) set |= RP_SET_ATIME_NOW;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) set |= RP_SET_MTIME_NOW;
+	if (to_set & FUSE_SET_ATTR_CTIME) set |= RP_SET_CTIME;
+	if (st->st_size < 0 && (set & RP_SET_SIZE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	struct rp_attr a;
+	reply_attr(req, rp_fs_setattr(FS(req), ino, &sa, set, &a), &a);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[RP_SYMLINK_MAX + 1];
+	int rc = rp_fs_readlink(FS(req), ino, buf, sizeof(buf));
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct rp_attr a;
+	struct rp_cred c = cred(req);
+	reply_entry(req, rp_fs_mknod(FS(req), parent, name, mode, rdev, &c, &a), &a);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct rp_attr a;
+	struct rp_cred c = cred(req);
+	reply_entry(req, rp_fs_mkdir(FS(req), parent, name, mode, &c, &a), &a);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct rp_attr a;
+	struct rp_cred c = cred(req);
+	reply_entry(req, rp_fs_symlink(FS(req), parent, name, link, &c, &a), &a);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct rp_attr a;
+	reply_entry(req, rp_fs_link(FS(req), ino, newparent, newname, &a), &a);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -rp_fs_unlink(FS(req), parent, name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -rp_fs_rmdir(FS(req), parent, name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	unsigned f = 0;
+	if (flags & RENAME_NOREPLACE)
+		f |= RP_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		f |= RP_RENAME_EXCHANGE;
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	fuse_reply_err(req, -rp_fs_rename(FS(req), parent, name, newparent, newname, f));
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = rp_fs_open(FS(req), ino, fi->flags);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	fi->keep_cache = 0;
+	fuse_reply_open(req, fi);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct rp_attr a;
+	struct rp_cred c = cred(req);
+	int rc = rp_fs_mknod(FS(req), parent, name, S_IFREG | (mode & 07777), 0, &c, &a);
+	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags)) < 0)
+		rp_fs_forget(FS(req), a.ino, 1);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	e.ino = a.ino;
+	e.generation = a.generation;
+	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+	rp_attr_to_stat(&a, &e.attr);
+	fuse_reply_create(req, &e, fi);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)fi;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	void *buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = rp_fs_read(FS(req), ino, (uint64_t)off, size, buf);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	(void)fi; /* the kernel has already turned O_APPEND into the offset */
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ssize_t n = rp_fs_write(FS(req), ino, (uint64_t)off, size, buf, false, NULL);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	rp_fs_release(FS(req), ino);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)datasync;
+	(void)fi;
+	fuse_reply_err(req, -rp_fs_fsync(FS(req), ino));
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int rc = rp_fs_opendir(FS(req), ino);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_open(req, fi);
+}
+
+struct dirbuf {
+	fuse_req_t req;
+	char *buf;
+	size_t size, used;
+};
+
+static int fill(void *ctx, const char *name, uint64_t ino, uint32_t mode, uint64_t next)
+{
+	struct dirbuf *d = ctx;
+	struct stat st;
+	memset(&st, 0, sizeof(st));
+	st.st_ino = ino;
+	st.st_mode = mode;
+	size_t need = fuse_add_direntry(d->req, NULL, 0, name, NULL, 0);
+	if (d->used + need > d->size)
+		return 1;
+	fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, name, &st, (off_t)next);
+	d->used += need;
+	return 0;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct dirbuf d = { .req = req, .buf = malloc(size), .size = size };
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int rc = rp_fs_readdir(FS(req), ino, off < 0 ? 0 : (uint64_t)off, fill, &d);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	op_fsync(req, ino, datasync, fi);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)ino;
+	struct statvfs st;
+	int rc = rp_fs_statfs(FS(req), &st);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	fuse_reply_err(req, -rp_fs_setxattr(FS(req), ino, name, value, size, flags));
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = rp_fs_getxattr(FS(req), ino, name, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ssize_t n = rp_fs_listxattr(FS(req), ino, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, -rp_fs_removexattr(FS(req), ino, name));
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	(void)fi;
+	unsigned m = 0;
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		m |= RP_FALLOC_KEEP_SIZE;
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		m |= RP_FALLOC_PUNCH_HOLE;
+	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) || off < 0 || len <= 0) {
+		fuse_reply_err(req, (off < 0 || len <= 0) ? EINVAL : EOPNOTSUPP);
+		return;
+	}
+	fuse_reply_err(req, -rp_fs_fallocate(FS(req), ino, m, (uint64_t)off, (uint64_t)len));
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	(void)fi;
+	uint64_t out;
+	if (off < 0) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	int rc = rp_fs_lseek(FS(req), ino, (uint64_t)off, whence, &out);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lseek(req, (off_t)out);
+}
+
+const struct fuse_lowlevel_ops rp_fuse_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.symlink = op_symlink,
+	.link = op_link,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.rename = op_rename,
+	.open = op_open,
+	.create = op_create,
+	.read = op_read,
+	.write = op_write,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+	.lseek = op_lseek,
+};

@@ -1,0 +1,249 @@
+/* rdmapoolfs: mount a volume of an rdmapool cluster with FUSE. */
+#include "config.h"
+#include "fuse_ops.h"
+
+#include <rdmapool/cluster.h>
+#include <rdmapool/fs.h>
+#include <rdmapool/log.h>
+#include <rdmapool/pool.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct options {
+	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
+	unsigned commit;
+	int foreground, single, ro, help, version;
+};
+
+enum { KEY_RO, KEY_FG, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_VERSION };
+
+#define OPT(t, f) { t, offsetof(struct options, f), 0 }
+static const struct fuse_opt option_spec[] = {
+	OPT("volume=%s", volume),
+	OPT("loglevel=%s", loglevel),
+	OPT("log=%s", logfile),
+	OPT("commit=%u", commit),
+	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-f", KEY_FG),
+	FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG),
+	FUSE_OPT_KEY("-s", KEY_SINGLE),
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+static int nonopts;
+
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	struct options *o = data;
+	(void)outargs;
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (nonopts == 0)
+			o->cluster = strdup(arg);
+		else if (nonopts == 1)
+			o->mountpoint = strdup(arg);
+		else {
+			fprintf(stderr, "rdmapoolfs: unexpected argument '%s'\n", arg);
+			return -1;
+		}
+		nonopts++;
+		return 0;
+	case KEY_RO: o->ro = 1; return 1;          /* the kernel needs it too */
+	case KEY_FG: o->foreground = 1; return 0;
+	case KEY_DEBUG: o->foreground = 1; return 1;
+	case KEY_SINGLE: o->single = 1; return 0;
+	case KEY_HELP: o->help = 1; return 0;
+	case KEY_VERSION: o->version = 1; return 0;
+	}
+	return 1;
+}
+
+static void usage(void)
+{
+	printf("Usage: rdmapoolfs [OPTIONS] CLUSTER_FILE MOUNTPOINT\n"
+	       "Mount a volume of an rdmapool cluster.\n\n"
+	       "  -f                 stay in the foreground\n"
+	       "  -s                 single-threaded\n"
+	       "  -d, -o debug       FUSE debug output (implies -f)\n"
+	       "  -o volume=NAME     volume to mount (default \"" RP_DEFAULT_VOLUME "\")\n"
+	       "  -o ro              read-only: no lease, sees the volume as of mount time\n"
+	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
+	       "  -o loglevel=LEVEL  error, warn, info (default) or debug\n"
+	       "  -o log=PATH        append log lines here instead of syslog when detached\n"
+	       "  -o allow_other     let other users in (permission checks are the kernel's)\n"
+	       "  other -o options are passed to FUSE (see mount.fuse3(8))\n");
+}
+
+/* Detach before any thread exists; the parent waits for the child's verdict
+ * and prints its error, so a failed mount fails the command. */
+static int ready_fd = -1;
+
+static void detach(void)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		perror("rdmapoolfs: pipe");
+		exit(1);
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("rdmapoolfs: fork");
+		exit(1);
+	}
+	if (pid > 0) {
+		char msg[1100];
+		close(p[1]);
+		ssize_t n = read(p[0], msg, sizeof(msg) - 1);
+		if (n <= 0) {
+			fprintf(stderr, "rdmapoolfs: mount process died during startup\n");
+			_exit(1);
+		}
+		msg[n] = '\0';
+		if (msg[0] == '0')
+			_exit(0);
+		fprintf(stderr, "rdmapoolfs: %s\n", msg + 1);
+		_exit(1);
+	}
+	close(p[0]);
+	ready_fd = p[1];
+	setsid();
+}
+
+static void report(int ok, const char *msg)
+{
+	if (ready_fd < 0) {
+		if (!ok)
+			fprintf(stderr, "rdmapoolfs: %s\n", msg);
+		return;
+	}
+	char buf[1100];
+	int n = snprintf(buf, sizeof(buf), "%c%s", ok ? '0' : '1', msg);
+	if (write(ready_fd, buf, (size_t)n) < 0)
+		rp_err("cannot report to the starting process");
+	close(ready_fd);
+	ready_fd = -1;
+	if (ok) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			close(null);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct options o = { 0 };
+	struct rp_cluster *cl = NULL;
+	struct rp_poolset *ps = NULL;
+	struct rp_fs *fs = NULL;
+	struct fuse_session *se = NULL;
+	uint8_t secret[RP_SECRET_MAX];
+	size_t secret_len;
+	char err[1024], opt[512];
+	int rc = 1;
+
+	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) < 0)
+		return 2;
+	if (o.help) {
+		usage();
+		return 0;
+	}
+	if (o.version) {
+		printf("rdmapoolfs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
+		return 0;
+	}
+	if (!o.cluster || !o.mountpoint) {
+		fprintf(stderr, "rdmapoolfs: need CLUSTER_FILE and MOUNTPOINT (see --help)\n");
+		return 2;
+	}
+	enum rp_log_level level = RP_LOG_INFO;
+	if (o.loglevel && rp_log_parse_level(o.loglevel, &level) < 0) {
+		fprintf(stderr, "rdmapoolfs: loglevel=%s: expected error, warn, info or debug\n", o.loglevel);
+		return 2;
+	}
+	const char *volume = o.volume ? o.volume : RP_DEFAULT_VOLUME;
+	if (strlen(volume) > RP_VOLUME_NAME_MAX || strchr(volume, ',')) {
+		fprintf(stderr, "rdmapoolfs: volume=%s: not a valid volume name\n", volume);
+		return 2;
+	}
+	snprintf(opt, sizeof(opt), "-odefault_permissions,fsname=rdmapool:%s,subtype=rdmapoolfs", volume);
+	fuse_opt_add_arg(&args, opt);
+
+	if (!o.foreground)
+		detach();
+	if (!o.foreground && o.logfile) {
+		int lfd = open(o.logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (lfd >= 0) {
+			dup2(lfd, STDERR_FILENO);
+			close(lfd);
+		}
+	}
+	rp_log_init("rdmapoolfs", level, !o.foreground && !o.logfile);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (rp_cluster_load(o.cluster, &cl, err, sizeof(err)) < 0 ||
+	    rp_cluster_load_secret(cl, secret, &secret_len, err, sizeof(err)) < 0 ||
+	    rp_poolset_open(cl, secret, secret_len, 0, &ps, err, sizeof(err)) < 0) {
+		report(0, err);
+		goto out;
+	}
+	struct rp_mount_opts mo = { .volume = volume, .readonly = o.ro, .commit_ms = o.commit };
+	if (rp_fs_mount(ps, &mo, &fs, err, sizeof(err)) < 0) {
+		report(0, err);
+		goto out;
+	}
+	se = fuse_session_new(&args, &rp_fuse_ops, sizeof(rp_fuse_ops), fs);
+	if (!se) {
+		report(0, "bad FUSE options (see above)");
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o.mountpoint) != 0) {
+		snprintf(err, sizeof(err), "cannot mount at %s", o.mountpoint);
+		report(0, err);
+		goto out;
+	}
+	rp_info("volume \"%s\" mounted at %s%s", volume, o.mountpoint, o.ro ? " read-only" : "");
+	report(1, "");
+	if (o.single) {
+		rc = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 16 };
+		rc = fuse_session_loop_mt(se, &cfg);
+	}
+	rc = rc ? 1 : 0;
+	fuse_session_unmount(se);
+	rp_info("volume \"%s\" unmounted from %s", volume, o.mountpoint);
+out:
+	if (se) {
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	if (fs && rp_fs_unmount(fs) < 0)
+		rc = 1;
+	rp_poolset_close(ps);
+	rp_cluster_free(cl);
+	memset(secret, 0, sizeof(secret));
+	fuse_opt_free_args(&args);
+	free(o.cluster);
+	free(o.mountpoint);
+	free(o.volume);
+	free(o.loglevel);
+	free(o.logfile);
+	return rc;
+}
