@@ -92,6 +92,36 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 	return log_flush(fs, w);
 }
 
+bool checkpoint_due(const struct rp_fs *fs)
+{
+	/* cheap, for every commit: the log is more than twice the last image */
+	return !fs->ro && fs->log.segs.n > 2 * (size_t)fs->log_segments_at_ckpt + 8;
+}
+
+/* Segments an image of the namespace would take now, roughly. */
+static size_t image_segments(const struct rp_fs *fs)
+{
+	uint64_t bytes = 0;
+	for (size_t b = 0; b < fs->it.nb; b++)
+		for (const struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
+			bytes += 128 + in->map.n * 48 + (in->target ? 48 + strlen(in->target) : 0);
+			for (size_t i = 0; i < in->nxattrs; i++)
+				bytes += 48 + strlen(in->xattrs[i].name) + in->xattrs[i].len;
+			if (in->dir)
+				bytes += in->dir->live * 64;
+		}
+	return (size_t)(bytes / ((uint64_t)SEG_BLOCKS * fs->block_size)) + 1;
+}
+
+bool checkpoint_worthwhile(const struct rp_fs *fs)
+{
+	/* for the background thread: deletions shrink the image without
+	 * growing the log much, so compare with what an image would take now */
+	if (fs->ro || fs->log.segs.n <= 4)
+		return false;
+	return checkpoint_due(fs) || fs->log.segs.n > 2 * image_segments(fs) + 2;
+}
+
 int checkpoint(struct rp_fs *fs)
 {
 	struct rp_logw nw;

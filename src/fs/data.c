@@ -142,6 +142,11 @@ static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size
 	return rc;
 }
 
+static bool ts_le(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+}
+
 ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
 {
 	struct piece ps[256];
@@ -190,7 +195,7 @@ ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, voi
 		 * or more than a day old */
 		pthread_mutex_lock(&fs->mu);
 		struct timespec now = fs_now();
-		if (in->atime.tv_sec <= in->mtime.tv_sec || in->atime.tv_sec <= in->ctime.tv_sec ||
+		if (ts_le(in->atime, in->mtime) || ts_le(in->atime, in->ctime) ||
 		    now.tv_sec - in->atime.tv_sec > 86400) {
 			struct rp_rec r;
 			fs_rec_attr(in, &r);

@@ -266,6 +266,10 @@ void state_free(struct rp_fs *fs);
 
 /* checkpoint.c: with fs->mu held */
 int checkpoint(struct rp_fs *fs);
+/* Has the log grown enough since the last checkpoint to rewrite it? */
+bool checkpoint_due(const struct rp_fs *fs);
+/* The same with an estimate of the current image (walks the inodes). */
+bool checkpoint_worthwhile(const struct rp_fs *fs);
 /* Write the records that recreate the whole namespace into w. */
 int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w);
 

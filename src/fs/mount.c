@@ -234,7 +234,7 @@ static void *bg_main(void *arg)
 				log_flush(fs, &fs->log);
 				last_flush = now;
 			}
-			if (fs->log.segs.n > fs->log_segments_at_ckpt + 64)
+			if (checkpoint_worthwhile(fs))
 				checkpoint(fs);
 		}
 		pthread_mutex_unlock(&fs->mu);
@@ -397,6 +397,12 @@ int rp_fs_fsync(struct rp_fs *fs, uint64_t ino)
 int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 {
 	uint64_t total = 0, nfree = 0;
+	if (!fs->ro && fs_writable(fs) == 0) {
+		/* blocks released by logged deletions are free once the log is out */
+		pthread_mutex_lock(&fs->mu);
+		log_flush(fs, &fs->log);
+		pthread_mutex_unlock(&fs->mu);
+	}
 	for (size_t i = 0; i < fs->ps->n; i++) {
 		uint64_t f, t;
 		int rc = rp_pool_usage(fs->ps, (uint32_t)i, &f, &t);

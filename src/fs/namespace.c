@@ -82,7 +82,7 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 		if (frc < 0 && rc == 0)
 			rc = frc;
 	}
-	if (fs->log.segs.n > fs->log_segments_at_ckpt + 64) {
+	if (checkpoint_due(fs)) {
 		pthread_mutex_lock(&fs->bg_mu);
 		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */
 		pthread_mutex_unlock(&fs->bg_mu);
