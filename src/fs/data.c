@@ -207,6 +207,31 @@ ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, voi
 	return (ssize_t)done;
 }
 
+/* One run from the stripe's pool, else any pool (a full or unreachable pool
+ * does not stop writes). Before giving up with ENOSPC, flush the log: blocks
+ * of files just deleted are freed only once their records are durable, and
+ * the kernel forgets deleted inodes a moment after unlink returns. */
+static int alloc_blocks(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *e)
+{
+	int rc = -ENOSPC;
+	for (int attempt = 0; attempt < 4; attempt++) {
+		if (attempt > 0) {
+			pthread_mutex_lock(&fs->mu);
+			bool freeing = fs->deferred.n > 0;
+			log_flush(fs, &fs->log);
+			pthread_mutex_unlock(&fs->mu);
+			if (!freeing)
+				usleep(20000u * (unsigned)attempt);
+		}
+		rc = rp_pool_alloc(fs->ps, pool, want, e);
+		if (rc < 0 && fs->ps->n > 1)
+			rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
+		if (rc != -ENOSPC)
+			return rc;
+	}
+	return rc;
+}
+
 /* Allocate blocks for the unmapped parts of file blocks [fb, fb+count),
  * stripe by stripe; the new runs are returned in runs (not yet mapped). */
 static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint64_t count,
@@ -234,9 +259,7 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 			uint32_t want = (uint32_t)RP_MIN(RP_MIN(gap_end, stripe_end) - b, 64);
 			uint32_t pool = (uint32_t)((in->ino * 7 + stripe) % fs->ps->n);
 			struct rp_extent e;
-			int rc = rp_pool_alloc(fs->ps, pool, want, &e);
-			if (rc == -ENOSPC || (rc < 0 && fs->ps->n > 1))
-				rc = rp_poolset_alloc(fs->ps, pool + 1, want, &e);
+			int rc = alloc_blocks(fs, pool, want, &e);
 			if (rc < 0)
 				return rc;
 			if (*nruns == cap) {

@@ -10,7 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl);
+
 static int check_sb(struct rp_pool *p, const struct rp_cluster *cl)
+{
+	int rc = check_sb_body(p, cl);
+	if (rc < 0) {
+		char why[sizeof(p->err)];
+		snprintf(why, sizeof(why), "peer %u (%.64s:%u): %.200s", p->peer.id, p->peer.host,
+			 p->peer.port, p->err);
+		memcpy(p->err, why, sizeof(p->err));
+	}
+	return rc;
+}
+
+static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 {
 	uint8_t buf[RP_SB_SIZE];
 	int rc = rp_conn_read(p->conn, 0, buf, sizeof(buf));
@@ -77,13 +91,9 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 		if (p->error == 0)
 			p->error = check_sb(p, cl);
 		if (p->error < 0) {
-			char why[sizeof(p->err)];
-			snprintf(why, sizeof(why), "peer %u (%.64s:%u): %.200s", p->peer.id,
-				 p->peer.host, p->peer.port, p->err);
-			memcpy(p->err, why, sizeof(p->err));
 			if (!first_err) {
 				first_err = p->error;
-				snprintf(err, errlen, "%.319s", why);
+				snprintf(err, errlen, "%s", p->err);
 			}
 			continue;
 		}
