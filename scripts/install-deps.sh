@@ -1,20 +1,33 @@
 #!/bin/bash
-# Install the Debian packages rdmapool builds, tests and runs with.
-# Skips apt when everything is already there, unless --force.
+# Install the Debian packages rdmapool builds and runs with; with --test also
+# what its tests need (fio, stress-ng, and for the Soft-RoCE VM a kernel
+# image, qemu and busybox). Skips apt when all is there, unless --force.
+#   scripts/install-deps.sh [--force] [--test]
 set -euo pipefail
+force=0
+test=0
+for a in "$@"; do
+	case "$a" in
+	--force) force=1 ;;
+	--test) test=1 ;;
+	*) echo "usage: install-deps.sh [--force] [--test]" >&2; exit 2 ;;
+	esac
+done
 
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libfuse3-dev fuse3 libjansson-dev
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
-	iproute2 procps psmisc attr rsync fio stress-ng xxd
+	iproute2 procps psmisc attr rsync
 )
+[ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest
+	linux-image-amd64 qemu-system-x86 busybox-static)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ "${1:-}" != "--force" ] && [ ${#missing[@]} -eq 0 ]; then
+if [ $force = 0 ] && [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then

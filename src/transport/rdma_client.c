@@ -186,10 +186,15 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 					       : strerror(-st));
 			return st < 0 ? st : -ECONNREFUSED;
 		}
+		if (ev->type == RDMA_CM_EVENT_REJECTED) {
+			snprintf(err, errlen, "peer %u (%s:%u): rdma connect: %s (nothing listening?)",
+				 p->id, p->host, p->port, strerror(ECONNREFUSED));
+			return -ECONNREFUSED;
+		}
 		snprintf(err, errlen, "peer %u (%s:%u): rdma connect: got %s (status %d) instead of %s",
 			 p->id, p->host, p->port, rdma_event_str(ev->type), ev->status,
 			 rdma_event_str(want));
-		return ev->type == RDMA_CM_EVENT_REJECTED ? -ECONNREFUSED : -EHOSTUNREACH;
+		return ev->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNREFUSED;
 	}
 	return 0;
 }
@@ -405,6 +410,10 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 				wr->wr.rdma.remote_addr = raddr;
 				wr->wr.rdma.rkey = c->rkey;
 			} else if (op->opcode == RP_OP_CAS || op->opcode == RP_OP_FAA) {
+				if (op->offset % 8) { /* verbs atomics need natural alignment */
+					rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
+					continue;
+				}
 				sge->addr = (uintptr_t)&rc_->atomic_slots[slot * RP_GROUP_MAX + i];
 				sge->length = 8;
 				sge->lkey = rc_->atomic_mr->lkey;

@@ -294,7 +294,7 @@ static int validate(const struct rp_conn *c, const struct rp_op *op)
 		return 0;
 	case RP_OP_CAS:
 	case RP_OP_FAA:
-		return 0;
+		return op->offset % 8 ? -EINVAL : 0; /* as verbs require; the server checks too */
 	}
 	return -EINVAL;
 }

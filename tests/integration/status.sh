@@ -10,8 +10,9 @@ start_pool 1 32M || bail "pool 1 did not start"
 rc=$?
 diag "$(cat "$T/st")"
 is "exit 0 with all pools up" "$rc" "0"
-grep -Eq '^0 +127\.0\.0\.1:[0-9]+ +up +tcp +64\.0 MiB +0 B +63\.[0-9] MiB +[0-9.]+us' "$T/st" && ok "pool 0 line" || not_ok "pool 0 line"
-grep -Eq '^1 +127\.0\.0\.1:[0-9]+ +up +tcp +32\.0 MiB +20\.0 KiB ' "$T/st" && ok "pool 1 line shows 5 used blocks" || not_ok "pool 1 line"
+H=${RP_TEST_HOST:-127.0.0.1}; X=${RP_TEST_TRANSPORT:-tcp}
+grep -Eq "^0 +$H:[0-9]+ +up +$X +64\.0 MiB +0 B +63\.[0-9] MiB +[0-9.]+us" "$T/st" && ok "pool 0 line ($X)" || not_ok "pool 0 line ($X)"
+grep -Eq "^1 +$H:[0-9]+ +up +$X +32\.0 MiB +20\.0 KiB " "$T/st" && ok "pool 1 line shows 5 used blocks ($X)" || not_ok "pool 1 line ($X)"
 stop_pool 1 TERM
 "$RDMAPOOL" status -c "$CLUSTER" > "$T/st2"
 is "exit 3 with a pool down" "$?" "3"

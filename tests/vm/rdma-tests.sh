@@ -1,0 +1,59 @@
+#!/bin/bash
+# The tests run inside the Soft-RoCE VM, over transport "rdma" only: the
+# cluster files say "rdma", so there is no fallback to tcp, and status.sh
+# checks that every pool really is reached over rdma. Prints one TAP stream.
+#   rdma-tests.sh [all|transport|fs]
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+export RP_TEST_TRANSPORT=rdma RP_TEST_HOST=10.0.0.2
+export FSTESTS_TRANSPORT=rdma FSTESTS_HOST=10.0.0.2
+export TMPDIR=/tmp POOL_SIZE=${POOL_SIZE:-128M} RESULTS=/tmp/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
+mkdir -p "$RESULTS"
+which=${1:-all}
+n=0
+failed=0
+
+# run_tap LABEL CMD...: run a TAP-producing command and renumber its lines.
+run_tap() {
+	local label=$1 out=/tmp/tap.$$ rc line seen=0
+	shift
+	"$@" > "$out" 2>&1
+	rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok "*|"not ok "*)
+			seen=1
+			n=$((n + 1))
+			local verdict=${line%% [0-9]*} rest
+			rest=$(echo "$line" | sed -E 's/^(not )?ok [0-9]+ ?-? ?//')
+			[ "$verdict" = "not ok" ] && failed=$((failed + 1))
+			echo "$verdict $n - $label: $rest"
+			;;
+		"Bail out!"*)
+			n=$((n + 1)); failed=$((failed + 1)); seen=1
+			echo "not ok $n - $label: ${line#Bail out! }"
+			;;
+		"#"*) echo "$line" ;;
+		esac
+	done < "$out"
+	if [ $rc != 0 ] && [ $seen = 0 ]; then
+		n=$((n + 1)); failed=$((failed + 1))
+		echo "not ok $n - $label: exited $rc without results"
+		sed 's/^/# /' "$out" | tail -n 20
+	elif [ $rc != 0 ]; then
+		sed 's/^/# /' "$out" | grep -v '^# \(ok\|not ok\)' | tail -n 30
+	fi
+	rm -f "$out"
+}
+
+echo "# ibv_devices:"; ibv_devices 2>&1 | sed 's/^/#   /'
+if [ "$which" = all ] || [ "$which" = transport ]; then
+	for t in status tcp_io atomics refusals alloc_concurrent alloc_full server_death backing_file; do
+		run_tap "$t" bash "$top_srcdir/tests/integration/$t.sh"
+	done
+fi
+if [ "$which" = all ] || [ "$which" = fs ]; then
+	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030}
+fi
+echo "1..$n"
+[ $failed = 0 ]

@@ -1,0 +1,34 @@
+#!/bin/bash
+# Inside the VM, as process 1: writable tmpfs where needed, Soft-RoCE on a
+# veth pair, then the rdma tests. Reports RP-VM-STATUS and powers off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+finish() {
+	mount -t proc proc /proc 2> /dev/null
+	echo "RP-VM-STATUS: $1"
+	sync
+	echo 1 > /proc/sys/kernel/sysrq
+	echo o > /proc/sysrq-trigger
+	sleep 10
+}
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2> /dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+for d in /dev/shm /tmp /run /var/tmp /var/lib /mnt /root /var/log; do mount -t tmpfs tmpfs "$d"; done
+mount -t configfs configfs /sys/kernel/config 2> /dev/null
+echo "# vm up: $(uname -r), $(nproc) cpus"
+for m in fuse veth rdma_rxe ib_uverbs rdma_ucm; do
+	modprobe "$m" || { echo "Bail out! modprobe $m failed"; finish 1; }
+done
+ip link set lo up
+ip link add veth0 type veth peer name veth1 &&
+ip addr add 10.0.0.1/24 dev veth0 && ip addr add 10.0.0.2/24 dev veth1 &&
+ip link set veth0 up && ip link set veth1 up &&
+rdma link add rxe0 type rxe netdev veth0 &&
+rdma link add rxe1 type rxe netdev veth1 || { echo "Bail out! cannot set up Soft-RoCE"; finish 1; }
+sleep 1
+rdma link show | sed 's/^/# /'
+export top_builddir=$rp_builddir top_srcdir=$rp_srcdir
+bash "$rp_srcdir/tests/vm/rdma-tests.sh" "$rp_tests"
+finish $?
