@@ -19,6 +19,9 @@
 #define RP_HOME_SIZE (60 * 1024)
 #define RP_BITMAP_OFFSET (64 * 1024)
 #define RP_MIN_BLOCKS 64
+/* A word that no format uses (the end of the home area's last volume slot's
+ * padding), for 'rdmapool bench' to hammer with atomics. */
+#define RP_BENCH_WORD_OFFSET (RP_HOME_OFFSET + RP_HOME_SIZE - 8)
 
 struct rp_pool_sb {
 	uint64_t magic;

@@ -29,6 +29,8 @@ void rp_format_size(uint64_t bytes, char *buf, size_t len);
  * Return 0, -ECONNRESET on EOF, or a negative errno. */
 int rp_read_full(int fd, void *buf, size_t len);
 int rp_write_full(int fd, const void *buf, size_t len);
+/* Read and drop len bytes (a refused payload), keeping a stream in step. */
+int rp_discard_full(int fd, uint64_t len);
 
 /* Little-endian encode/decode for on-pool and on-wire formats. */
 static inline void rp_put_le16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }

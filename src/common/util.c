@@ -125,3 +125,16 @@ int rp_write_full(int fd, const void *buf, size_t len)
 	}
 	return 0;
 }
+
+int rp_discard_full(int fd, uint64_t len)
+{
+	uint8_t sink[4096];
+	while (len > 0) {
+		size_t n = len < sizeof(sink) ? (size_t)len : sizeof(sink);
+		int rc = rp_read_full(fd, sink, n);
+		if (rc < 0)
+			return rc;
+		len -= n;
+	}
+	return 0;
+}

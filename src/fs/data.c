@@ -142,6 +142,22 @@ static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size
 	return rc;
 }
 
+/* The inode of a regular file, or the errno read/write give for others. */
+static int regular_file(struct rp_fs *fs, uint64_t ino, struct rp_inode **out)
+{
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = fs_inode(fs, ino);
+	pthread_mutex_unlock(&fs->mu);
+	if (!in)
+		return -ENOENT;
+	if (S_ISDIR(in->mode))
+		return -EISDIR;
+	if (!S_ISREG(in->mode))
+		return -EINVAL;
+	*out = in;
+	return 0;
+}
+
 static bool ts_le(struct timespec a, struct timespec b)
 {
 	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
@@ -154,15 +170,9 @@ ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, voi
 	size_t done = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&fs->mu);
-	struct rp_inode *in = fs_inode(fs, ino);
-	pthread_mutex_unlock(&fs->mu);
-	if (!in)
-		return -ENOENT;
-	if (S_ISDIR(in->mode))
-		return -EISDIR;
-	if (!S_ISREG(in->mode))
-		return -EINVAL;
+	struct rp_inode *in;
+	if ((rc = regular_file(fs, ino, &in)) < 0)
+		return rc;
 	if ((rc = bufpool_get(fs, &b)) < 0)
 		return rc;
 	pthread_rwlock_rdlock(&in->io);
@@ -352,17 +362,9 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	struct rp_buf *b = NULL;
 	int rc;
 
-	if ((rc = fs_writable(fs)))
+	struct rp_inode *in;
+	if ((rc = fs_writable(fs)) || (rc = regular_file(fs, ino, &in)) < 0)
 		return rc;
-	pthread_mutex_lock(&fs->mu);
-	struct rp_inode *in = fs_inode(fs, ino);
-	pthread_mutex_unlock(&fs->mu);
-	if (!in)
-		return -ENOENT;
-	if (S_ISDIR(in->mode))
-		return -EISDIR;
-	if (!S_ISREG(in->mode))
-		return -EINVAL;
 	if (len == 0)
 		return 0;
 	pthread_rwlock_wrlock(&in->io);
@@ -498,15 +500,9 @@ int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off,
 		return -EINVAL;
 	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off)
 		return -EFBIG;
-	pthread_mutex_lock(&fs->mu);
-	struct rp_inode *in = fs_inode(fs, ino);
-	pthread_mutex_unlock(&fs->mu);
-	if (!in)
-		return -ENOENT;
-	if (S_ISDIR(in->mode))
-		return -EISDIR;
-	if (!S_ISREG(in->mode))
-		return -ENODEV;
+	struct rp_inode *in;
+	if ((rc = regular_file(fs, ino, &in)) < 0)
+		return rc == -EINVAL ? -ENODEV : rc; /* fallocate(2) says ENODEV for those */
 	pthread_rwlock_wrlock(&in->io);
 	if (mode & RP_FALLOC_PUNCH_HOLE) {
 		pthread_mutex_lock(&fs->mu);

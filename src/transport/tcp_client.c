@@ -189,19 +189,6 @@ static void mark_dead(struct tcp_conn *tc, int err)
 	pthread_mutex_unlock(&tc->fd_mu);
 }
 
-static int discard(int fd, uint32_t len)
-{
-	uint8_t sink[4096];
-	while (len > 0) {
-		uint32_t n = RP_MIN(len, (uint32_t)sizeof(sink));
-		int rc = rp_read_full(fd, sink, n);
-		if (rc < 0)
-			return rc;
-		len -= n;
-	}
-	return 0;
-}
-
 static void *rx_main(void *arg)
 {
 	struct tcp_conn *tc = arg;
@@ -225,7 +212,7 @@ static void *rx_main(void *arg)
 		} else {
 			if (op && status == 0 && len != (op->opcode == RP_OP_READ ? op->len : 0))
 				status = -EPROTO;
-			rc = discard(fd, len);
+			rc = rp_discard_full(fd, len);
 		}
 		if (rc < 0)
 			break;

@@ -113,19 +113,6 @@ static int handshake(struct client *cl)
 	return 0;
 }
 
-static int discard(int fd, uint32_t len)
-{
-	uint8_t sink[4096];
-	while (len > 0) {
-		uint32_t n = RP_MIN(len, (uint32_t)sizeof(sink));
-		int rc = rp_read_full(fd, sink, n);
-		if (rc < 0)
-			return rc;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Check one request against the key and the region. */
 static int32_t check(const struct tcp_listener *l, uint8_t opc, uint32_t rkey, uint64_t off,
 		     uint32_t len)
@@ -197,7 +184,7 @@ static int serve(struct client *cl)
 		default:
 			/* a refused WRITE's payload is read and dropped to stay in step */
 			if (opc == RP_OP_WRITE)
-				rc = discard(cl->fd, len);
+				rc = rp_discard_full(cl->fd, len);
 		}
 		if (rc < 0)
 			return rc;

@@ -7,7 +7,7 @@ set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 export RP_TEST_TRANSPORT=rdma RP_TEST_HOST=10.0.0.2
 export FSTESTS_TRANSPORT=rdma FSTESTS_HOST=10.0.0.2
-export TMPDIR=/tmp POOL_SIZE=${POOL_SIZE:-128M} RESULTS=/tmp/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
+export TEST_TIMEOUT=${TEST_TIMEOUT:-180} TMPDIR=/tmp POOL_SIZE=${POOL_SIZE:-128M} RESULTS=/tmp/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
 mkdir -p "$RESULTS"
 which=${1:-all}
 n=0
@@ -17,6 +17,8 @@ failed=0
 run_tap() {
 	local label=$1 out=/tmp/tap.$$ rc line seen=0
 	shift
+	echo "# running $label" > /dev/console 2>/dev/null || true
+	local t0=$(date +%s)
 	"$@" > "$out" 2>&1
 	rc=$?
 	while IFS= read -r line; do
@@ -43,6 +45,7 @@ run_tap() {
 	elif [ $rc != 0 ]; then
 		sed 's/^/# /' "$out" | grep -v '^# \(ok\|not ok\)' | tail -n 30
 	fi
+	echo "# $label took $(( $(date +%s) - t0 ))s"
 	rm -f "$out"
 }
 
