@@ -263,10 +263,8 @@ int rp_rdma_listen(const struct rp_serve_params *p, struct rp_listener **out, ch
 		return rc;
 	}
 	freeaddrinfo(res);
-	/* Bound to a wildcard or a non-RDMA address there is no device behind it. */
-	if (!l->lid->verbs && p->self->device[0] == '\0') {
-		rp_debug("rdma listener bound without a device; clients on any rdma device are served");
-	}
+	if (l->lid->verbs)
+		rp_debug("rdma listener on device %s", ibv_get_device_name(l->lid->verbs->device));
 	if (pthread_create(&l->thread, NULL, event_main, l) != 0) {
 		rdma_destroy_id(l->lid);
 		rdma_destroy_event_channel(l->ech);

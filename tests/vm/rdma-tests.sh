@@ -43,7 +43,7 @@ run_tap() {
 		echo "not ok $n - $label: exited $rc without results"
 		sed 's/^/# /' "$out" | tail -n 20
 	elif [ $rc != 0 ]; then
-		sed 's/^/# /' "$out" | grep -v '^# \(ok\|not ok\)' | tail -n 30
+		grep -v -e '^ok' -e '^not ok' -e ' info: ' -e '^    | ---' "$out" | sed 's/^/# /' | tail -n 60
 	fi
 	echo "# $label took $(( $(date +%s) - t0 ))s"
 	rm -f "$out"

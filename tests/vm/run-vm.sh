@@ -86,7 +86,7 @@ qrc=${PIPESTATUS[0]}
 echo "# VM finished in $(( $(date +%s) - start ))s (qemu exit $qrc)"
 # TAP lines from the VM go out as they are; everything else as comments.
 grep -E '^(ok|not ok|1\.\.|Bail out!)' "$W/console.log"
-grep -vE '^(ok|not ok|1\.\.|Bail out!|RP-VM-STATUS)' "$W/console.log" | tail -n "${VM_LOG_LINES:-60}" | sed 's/^/# vm: /'
+grep -vE '^(ok|not ok|1\.\.|Bail out!|RP-VM-STATUS)| info: ' "$W/console.log" | tail -n "${VM_LOG_LINES:-80}" | sed 's/^/# vm: /'
 status=$(sed -n 's/^RP-VM-STATUS: \([0-9]*\).*/\1/p' "$W/console.log" | tail -n 1)
 if [ -z "$status" ]; then
 	[ "$qrc" = 124 ] && echo "Bail out! the VM did not finish within ${VM_TIMEOUT}s" || echo "Bail out! the VM stopped without reporting a result"
