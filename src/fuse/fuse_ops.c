@@ -341,14 +341,17 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	fuse_reply_err(req, -rp_fs_setxattr(FS(req), ino, name, value, size, flags));
 }
 
-static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* getxattr and listxattr: size 0 asks for the length, else the bytes. name is
+ * NULL for a list. */
+static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	char *buf = size ? malloc(size) : NULL;
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ssize_t n = rp_fs_getxattr(FS(req), ino, name, buf, size);
+	ssize_t n = name ? rp_fs_getxattr(FS(req), ino, name, buf, size)
+			 : rp_fs_listxattr(FS(req), ino, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -358,21 +361,14 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	reply_xattr(req, ino, name, size);
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	char *buf = size ? malloc(size) : NULL;
-	if (size && !buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	ssize_t n = rp_fs_listxattr(FS(req), ino, buf, size);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else if (size == 0)
-		fuse_reply_xattr(req, (size_t)n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
+	reply_xattr(req, ino, NULL, size);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
