@@ -7,7 +7,8 @@ set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 export RP_TEST_TRANSPORT=rdma RP_TEST_HOST=10.0.0.2
 export FSTESTS_TRANSPORT=rdma FSTESTS_HOST=10.0.0.2
-export TEST_TIMEOUT=${TEST_TIMEOUT:-180} TMPDIR=/tmp POOL_SIZE=${POOL_SIZE:-128M} RESULTS=/tmp/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
+export TEST_TIMEOUT=${TEST_TIMEOUT:-180} TMPDIR=${TMPDIR:-/run/rp-tmp} POOL_SIZE=${POOL_SIZE:-128M}
+export RESULTS=$TMPDIR/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
 mkdir -p "$RESULTS"
 which=${1:-all}
 n=0
@@ -15,7 +16,7 @@ failed=0
 
 # run_tap LABEL CMD...: run a TAP-producing command and renumber its lines.
 run_tap() {
-	local label=$1 out=/tmp/tap.$$ rc line seen=0
+	local label=$1 out=$TMPDIR/tap.$$ rc line seen=0
 	shift
 	echo "# running $label" > /dev/console 2>/dev/null || true
 	local t0=$(date +%s)

@@ -15,7 +15,15 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2> /dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
-for d in /dev/shm /tmp /run /var/tmp /var/lib /mnt /root /var/log; do mount -t tmpfs tmpfs "$d"; done
+# Writable tmpfs where tools expect it, except over the trees being tested
+# (a CI clone may well live under /tmp).
+covers() { case "$rp_srcdir/" in "$1"/*) return 0 ;; esac; case "$rp_builddir/" in "$1"/*) return 0 ;; esac; return 1; }
+for d in /dev/shm /run /tmp /var/tmp /var/lib /mnt /root /var/log; do
+	covers "$d" && { echo "# $d holds the tested tree: left read-only"; continue; }
+	mount -t tmpfs tmpfs "$d"
+done
+mkdir -p /run/rp-tmp
+export TMPDIR=/run/rp-tmp
 mount -t configfs configfs /sys/kernel/config 2> /dev/null
 echo "# vm up: $(uname -r), $(nproc) cpus"
 for m in fuse veth rdma_rxe ib_uverbs rdma_ucm; do
