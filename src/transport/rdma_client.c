@@ -398,22 +398,15 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 			wr->sg_list = sge;
 			wr->num_sge = 1;
 			uint64_t raddr = c->remote_addr + op->offset;
+			/* rp_conn_post let through only well-formed ops */
 			if (op->opcode == RP_OP_READ || op->opcode == RP_OP_WRITE) {
-				if (!op->mr || !op->local || op->len > RP_MAX_IO) {
-					rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
-					continue;
-				}
 				sge->addr = (uintptr_t)op->local;
 				sge->length = op->len;
 				sge->lkey = ((struct rdma_mr *)op->mr)->mr->lkey;
 				wr->opcode = op->opcode == RP_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
 				wr->wr.rdma.remote_addr = raddr;
 				wr->wr.rdma.rkey = c->rkey;
-			} else if (op->opcode == RP_OP_CAS || op->opcode == RP_OP_FAA) {
-				if (op->offset % 8) { /* verbs atomics need natural alignment */
-					rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
-					continue;
-				}
+			} else {
 				sge->addr = (uintptr_t)&rc_->atomic_slots[slot * RP_GROUP_MAX + i];
 				sge->length = 8;
 				sge->lkey = rc_->atomic_mr->lkey;
@@ -423,9 +416,6 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 				wr->wr.atomic.rkey = c->rkey;
 				wr->wr.atomic.compare_add = op->opcode == RP_OP_CAS ? op->compare : op->value;
 				wr->wr.atomic.swap = op->value;
-			} else {
-				rp_inflight_complete(&rc_->inflight, id, -EINVAL, false);
-				continue;
 			}
 			if (nwr > 0)
 				wrs[nwr - 1].next = wr;

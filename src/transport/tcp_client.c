@@ -270,22 +270,6 @@ static bool tcp_is_up(const struct rp_conn *c)
 	return !atomic_load(&((const struct tcp_conn *)c)->dead);
 }
 
-static int validate(const struct rp_conn *c, const struct rp_op *op)
-{
-	switch (op->opcode) {
-	case RP_OP_READ:
-	case RP_OP_WRITE:
-		if (!op->local || op->len > RP_MAX_IO)
-			return -EINVAL;
-		(void)c;
-		return 0;
-	case RP_OP_CAS:
-	case RP_OP_FAA:
-		return op->offset % 8 ? -EINVAL : 0; /* as verbs require; the server checks too */
-	}
-	return -EINVAL;
-}
-
 static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 {
 	struct tcp_conn *tc = (struct tcp_conn *)c;
@@ -310,10 +294,9 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 		for (uint32_t i = 0; i < gn; i++) {
 			uint64_t id = ((uint64_t)token << 8) | i;
 			uint8_t req[RP_REQ_LEN] = { 0 };
-			int vrc = validate(c, &g[i]);
-			if (vrc < 0 || rc < 0) {
+			if (rc < 0) {
 				/* never sent: no response will come, complete here */
-				rp_inflight_complete(&tc->inflight, id, vrc < 0 ? vrc : rc, false);
+				rp_inflight_complete(&tc->inflight, id, rc, false);
 				continue;
 			}
 			req[0] = (uint8_t)g[i].opcode;

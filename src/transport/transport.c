@@ -58,6 +58,21 @@ void rp_op_complete(struct rp_op *op, int status)
 	pthread_mutex_unlock(&comp->mu);
 }
 
+/* What both transports require: a known opcode; READ/WRITE with a buffer, a
+ * registration and at most RP_MAX_IO bytes; atomics 8-byte aligned (verbs). */
+static bool op_valid(const struct rp_op *op)
+{
+	switch (op->opcode) {
+	case RP_OP_READ:
+	case RP_OP_WRITE:
+		return op->local && op->mr && op->len <= RP_MAX_IO;
+	case RP_OP_CAS:
+	case RP_OP_FAA:
+		return op->offset % 8 == 0;
+	}
+	return false;
+}
+
 void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_completion *comp)
 {
 	bool listed = false;
@@ -83,7 +98,17 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 			rp_op_complete(&ops[i], -E2BIG);
 		return;
 	}
-	c->vt->post(c, ops, n);
+	/* Backends see only well-formed ops, in runs; the rest fail here. */
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && op_valid(&ops[j]))
+			j++;
+		if (j > i)
+			c->vt->post(c, ops + i, j - i);
+		if (j < n)
+			rp_op_complete(&ops[j++], -EINVAL);
+		i = j;
+	}
 }
 
 int rp_completion_wait(struct rp_completion *comp, uint32_t timeout_ms)
