@@ -70,6 +70,8 @@ enum {
 	RP_SET_MODE = 1 << 0, RP_SET_UID = 1 << 1, RP_SET_GID = 1 << 2, RP_SET_SIZE = 1 << 3,
 	RP_SET_ATIME = 1 << 4, RP_SET_MTIME = 1 << 5, RP_SET_ATIME_NOW = 1 << 6,
 	RP_SET_MTIME_NOW = 1 << 7, RP_SET_CTIME = 1 << 8,
+	RP_SET_VIA_FILE = 1 << 9, /* through an open file (ftruncate): times change even
+				   * when the size does not */
 };
 struct rp_setattr {
 	uint32_t mode, uid, gid;
@@ -96,6 +98,7 @@ int rp_fs_rmdir(struct rp_fs *fs, uint64_t parent, const char *name);
 int rp_fs_rename(struct rp_fs *fs, uint64_t parent, const char *name, uint64_t newparent,
 		 const char *newname, unsigned flags);
 
+/* O_TRUNC truncates a regular file and marks mtime and ctime, as open(2). */
 int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags);
 /* Last close of an unlinked file frees it. */
 void rp_fs_release(struct rp_fs *fs, uint64_t ino);
@@ -106,6 +109,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 int rp_fs_fsync(struct rp_fs *fs, uint64_t ino);
 #define RP_FALLOC_KEEP_SIZE (1 << 0)
 #define RP_FALLOC_PUNCH_HOLE (1 << 1)
+#define RP_FALLOC_ZERO_RANGE (1 << 2)
 int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off, uint64_t len);
 /* SEEK_DATA / SEEK_HOLE */
 int rp_fs_lseek(struct rp_fs *fs, uint64_t ino, uint64_t off, int whence, uint64_t *out);

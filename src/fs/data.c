@@ -68,6 +68,8 @@ int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uint64_t to);
+
 /* Where file byte pos lives: pool and byte offset, or a hole (-1). */
 struct piece {
 	uint64_t fpos;   /* file offset */
@@ -340,13 +342,9 @@ static int commit_runs(struct rp_fs *fs, struct rp_inode *in, const struct rp_fe
 	}
 	fs_rec_attr(in, &recs[n]);
 	recs[n].size = RP_MAX(in->size, new_size);
-	if (touch) {
+	/* set-id bits are the kernel's to drop (it sends a mode change first) */
+	if (touch)
 		recs[n].mtime = recs[n].ctime = fs_now();
-		/* writing drops set-user-id, as on local filesystems */
-		recs[n].mode &= ~(uint32_t)S_ISUID;
-		if (recs[n].mode & S_IXGRP)
-			recs[n].mode &= ~(uint32_t)S_ISGID;
-	}
 	int rc = fs_commit(fs, recs, total);
 	free(recs);
 	return rc;
@@ -380,6 +378,11 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	if ((rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns)) < 0)
 		goto out;
 	if ((rc = zero_new(fs, runs, nruns, off, off + len)) < 0)
+		goto out;
+	pthread_mutex_lock(&fs->mu);
+	rc = data_zero_tail(fs, in, off + len);
+	pthread_mutex_unlock(&fs->mu);
+	if (rc < 0)
 		goto out;
 	if ((rc = bufpool_get(fs, &b)) < 0)
 		goto out;
@@ -458,7 +461,21 @@ static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uin
 	return 0;
 }
 
-int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
+/* Bytes past the end of a file in its last block may be stale: truncation
+ * leaves them there, because zeroing them before the record that shrinks
+ * the file is durable would destroy data a crash must keep. So whatever
+ * makes the file grow from in->size to new_size zeroes them first (they are
+ * past the end, so zeroing them early is harmless). With fs->mu held. */
+int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size)
+{
+	const uint64_t B = fs->block_size;
+	uint64_t s = in->size;
+	if (new_size <= s || s % B == 0)
+		return 0;
+	return zero_mapped(fs, in, s, RP_MIN(new_size, (s / B + 1) * B));
+}
+
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch)
 {
 	const uint64_t B = fs->block_size;
 	struct rp_rec recs[2];
@@ -467,10 +484,13 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 
 	if (size >= MAX_FILE_SIZE)
 		return -EFBIG;
+	if (size > in->size && (rc = data_zero_tail(fs, in, size)) < 0)
+		return map_err(rc);
 	if (size < in->size) {
+		/* whole blocks past the new end are unmapped (and freed once the
+		 * record is durable); the cut part of the last block stays as it
+		 * is until the file grows again (data_zero_tail) */
 		uint64_t keep = (size + B - 1) / B;
-		if (size % B && (rc = zero_mapped(fs, in, size, RP_MIN(keep * B, in->size))) < 0)
-			return map_err(rc);
 		memset(&recs[n], 0, sizeof(recs[n]));
 		recs[n].type = REC_EXT_CLEAR;
 		recs[n].ino = in->ino;
@@ -478,6 +498,8 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 		recs[n].count = UINT64_MAX - keep;
 		n++;
 	}
+	if (size == in->size && !touch)
+		return 0;
 	fs_rec_attr(in, &recs[n]);
 	recs[n].size = size;
 	recs[n].mtime = recs[n].ctime = fs_now();
@@ -485,16 +507,89 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 	return fs_commit(fs, recs, n);
 }
 
-int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off, uint64_t len)
+/* Punch: zero the partial blocks at the edges in place, unmap the whole
+ * blocks between (freed once the record is durable). fs->mu held. */
+static int punch_hole(struct rp_fs *fs, struct rp_inode *in, uint64_t off, uint64_t len)
 {
 	const uint64_t B = fs->block_size;
+	uint64_t end = RP_MIN(off + len, in->size);
+	uint64_t first = (off + B - 1) / B, last = end / B; /* whole blocks [first, last) */
+	struct rp_rec recs[2];
+	size_t n = 0;
+	int rc = 0;
+	if (off < end) {
+		if (first >= last) {
+			rc = zero_mapped(fs, in, off, end);
+		} else {
+			if (off < first * B)
+				rc = zero_mapped(fs, in, off, first * B);
+			if (rc == 0 && last * B < end)
+				rc = zero_mapped(fs, in, last * B, end);
+		}
+	}
+	if (rc < 0)
+		return rc;
+	if (off < end && first < last) {
+		memset(&recs[n], 0, sizeof(recs[n]));
+		recs[n].type = REC_EXT_CLEAR;
+		recs[n].ino = in->ino;
+		recs[n].fblock = first;
+		recs[n].count = last - first;
+		n++;
+	}
+	fs_rec_attr(in, &recs[n]);
+	recs[n].mtime = recs[n].ctime = fs_now();
+	n++;
+	return fs_commit(fs, recs, n);
+}
+
+/* Allocate (zeroed) blocks for [off, off+len); with zero, also zero what is
+ * mapped there already (FALLOC_FL_ZERO_RANGE). The size grows unless
+ * keep_size. */
+static int allocate(struct rp_fs *fs, struct rp_inode *in, uint64_t off, uint64_t len,
+		    bool keep_size, bool zero)
+{
+	const uint64_t B = fs->block_size;
+	struct rp_fext *runs = NULL;
+	size_t nruns = 0;
+	int rc = 0;
+	if (zero) {
+		/* before the new blocks are mapped, so only old ones are zeroed */
+		pthread_mutex_lock(&fs->mu);
+		rc = zero_mapped(fs, in, off, off + len);
+		pthread_mutex_unlock(&fs->mu);
+	}
+	if (rc == 0)
+		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
+	if (rc == 0)
+		rc = zero_new(fs, runs, nruns, 0, 0);
+	if (rc == 0) {
+		pthread_mutex_lock(&fs->mu);
+		uint64_t size = keep_size ? in->size : RP_MAX(in->size, off + len);
+		rc = data_zero_tail(fs, in, size);
+		if (rc == 0)
+			rc = commit_runs(fs, in, runs, nruns, size, !keep_size || zero);
+		pthread_mutex_unlock(&fs->mu);
+	}
+	if (rc < 0)
+		free_runs(fs, runs, nruns);
+	else
+		free(runs);
+	return rc;
+}
+
+int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off, uint64_t len)
+{
+	const unsigned known = RP_FALLOC_KEEP_SIZE | RP_FALLOC_PUNCH_HOLE | RP_FALLOC_ZERO_RANGE;
 	int rc;
 
 	if ((rc = fs_writable(fs)))
 		return rc;
-	if (mode & ~(unsigned)(RP_FALLOC_KEEP_SIZE | RP_FALLOC_PUNCH_HOLE))
+	if (mode & ~known)
 		return -EOPNOTSUPP;
-	if ((mode & RP_FALLOC_PUNCH_HOLE) && !(mode & RP_FALLOC_KEEP_SIZE))
+	/* as fallocate(2): punch needs KEEP_SIZE and excludes ZERO_RANGE */
+	if ((mode & RP_FALLOC_PUNCH_HOLE) &&
+	    (!(mode & RP_FALLOC_KEEP_SIZE) || (mode & RP_FALLOC_ZERO_RANGE)))
 		return -EOPNOTSUPP;
 	if (len == 0)
 		return -EINVAL;
@@ -506,52 +601,11 @@ int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off,
 	pthread_rwlock_wrlock(&in->io);
 	if (mode & RP_FALLOC_PUNCH_HOLE) {
 		pthread_mutex_lock(&fs->mu);
-		uint64_t end = RP_MIN(off + len, in->size);
-		uint64_t first = (off + B - 1) / B, last = end / B; /* whole blocks [first, last) */
-		rc = 0;
-		if (off < end) {
-			if (first >= last) {
-				rc = zero_mapped(fs, in, off, end);
-			} else {
-				if (off < first * B)
-					rc = zero_mapped(fs, in, off, first * B);
-				if (rc == 0 && last * B < end)
-					rc = zero_mapped(fs, in, last * B, end);
-			}
-		}
-		if (rc == 0) {
-			struct rp_rec recs[2];
-			size_t n = 0;
-			if (off < end && first < last) {
-				memset(&recs[n], 0, sizeof(recs[n]));
-				recs[n].type = REC_EXT_CLEAR;
-				recs[n].ino = ino;
-				recs[n].fblock = first;
-				recs[n].count = last - first;
-				n++;
-			}
-			fs_rec_attr(in, &recs[n]);
-			recs[n].mtime = recs[n].ctime = fs_now();
-			n++;
-			rc = fs_commit(fs, recs, n);
-		}
+		rc = punch_hole(fs, in, off, len);
 		pthread_mutex_unlock(&fs->mu);
 	} else {
-		struct rp_fext *runs = NULL;
-		size_t nruns = 0;
-		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
-		if (rc == 0)
-			rc = zero_new(fs, runs, nruns, 0, 0);
-		if (rc == 0) {
-			pthread_mutex_lock(&fs->mu);
-			uint64_t size = (mode & RP_FALLOC_KEEP_SIZE) ? in->size : RP_MAX(in->size, off + len);
-			rc = commit_runs(fs, in, runs, nruns, size, !(mode & RP_FALLOC_KEEP_SIZE));
-			pthread_mutex_unlock(&fs->mu);
-		}
-		if (rc < 0)
-			free_runs(fs, runs, nruns);
-		else
-			free(runs);
+		rc = allocate(fs, in, off, len, mode & RP_FALLOC_KEEP_SIZE,
+			      mode & RP_FALLOC_ZERO_RANGE);
 	}
 	pthread_rwlock_unlock(&in->io);
 	return map_err(rc);

@@ -286,7 +286,11 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out);
 void fs_delete(struct rp_fs *fs);
 
 /* data.c */
-int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size);
+/* Set the size; times change when the size does or when touch is set
+ * (ftruncate and open with O_TRUNC always mark them). fs->mu held. */
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch);
+/* Zero stale bytes past the end before the file grows to new_size. */
+int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size);
 int bufpool_get(struct rp_fs *fs, struct rp_buf **out);
 void bufpool_put(struct rp_fs *fs, struct rp_buf *b);
 int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len);

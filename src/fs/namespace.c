@@ -160,22 +160,39 @@ static void attr_out(struct rp_fs *fs, struct rp_inode *in, struct rp_attr *out)
 		inode_to_attr(in, fs->block_size, out);
 }
 
+/* The inode name stands for in directory-or-file parent: "." and ".." come
+ * from the kernel resolving file handles (export support), where parent may
+ * be any inode it has forgotten. With fs->mu held. */
+static int lookup_locked(struct rp_fs *fs, uint64_t parent, const char *name,
+			 struct rp_inode **out)
+{
+	struct rp_inode *p;
+	int rc;
+	if (strcmp(name, ".") == 0) {
+		*out = fs_inode(fs, parent);
+		return *out ? 0 : -ESTALE;
+	}
+	if ((rc = get_dir(fs, parent, &p)))
+		return rc;
+	if (strcmp(name, "..") == 0) {
+		*out = fs_inode(fs, p->ino == RP_ROOT_INO ? p->ino : p->parent);
+		return *out ? 0 : -ESTALE;
+	}
+	struct rp_dirent *e = dir_find(p->dir, name);
+	*out = e ? fs_inode(fs, e->ino) : NULL;
+	return *out ? 0 : -ENOENT;
+}
+
 int rp_fs_lookup(struct rp_fs *fs, uint64_t parent, const char *name, struct rp_attr *out)
 {
-	struct rp_inode *p, *c;
+	struct rp_inode *c;
 	int rc = check_name(name);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&fs->mu);
-	if ((rc = get_dir(fs, parent, &p)) == 0) {
-		struct rp_dirent *e = dir_find(p->dir, name);
-		c = e ? fs_inode(fs, e->ino) : NULL;
-		if (!c) {
-			rc = -ENOENT;
-		} else {
-			c->nlookup++;
-			attr_out(fs, c, out);
-		}
+	if ((rc = lookup_locked(fs, parent, name, &c)) == 0) {
+		c->nlookup++;
+		attr_out(fs, c, out);
 	}
 	pthread_mutex_unlock(&fs->mu);
 	return rc;
@@ -205,6 +222,21 @@ int rp_fs_getattr(struct rp_fs *fs, uint64_t ino, struct rp_attr *out)
 	return rc;
 }
 
+/* Truncate a regular file to size; times as data_truncate. */
+static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch)
+{
+	if (S_ISDIR(in->mode))
+		return -EISDIR;
+	if (!S_ISREG(in->mode))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&in->io);
+	pthread_mutex_lock(&fs->mu);
+	int rc = data_truncate(fs, in, size, touch);
+	pthread_mutex_unlock(&fs->mu);
+	pthread_rwlock_unlock(&in->io);
+	return rc;
+}
+
 int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, int to_set,
 		  struct rp_attr *out)
 {
@@ -220,17 +252,14 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 	if (!in)
 		return -ENOENT;
 	if (to_set & RP_SET_SIZE) {
-		if (S_ISDIR(in->mode))
-			return -EISDIR;
-		if (!S_ISREG(in->mode))
-			return -EINVAL;
-		pthread_rwlock_wrlock(&in->io);
-		pthread_mutex_lock(&fs->mu);
-		rc = data_truncate(fs, in, sa->size);
-		pthread_mutex_unlock(&fs->mu);
-		pthread_rwlock_unlock(&in->io);
-		if (rc < 0)
+		if ((rc = truncate_file(fs, in, sa->size, to_set & RP_SET_VIA_FILE)) < 0)
 			return rc;
+		if (!(to_set & ~(RP_SET_SIZE | RP_SET_VIA_FILE))) {
+			pthread_mutex_lock(&fs->mu);
+			attr_out(fs, in, out);
+			pthread_mutex_unlock(&fs->mu);
+			return 0;
+		}
 	}
 	pthread_mutex_lock(&fs->mu);
 	struct timespec now = fs_now();
@@ -241,8 +270,8 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 		a->uid = sa->uid;
 	if (to_set & RP_SET_GID)
 		a->gid = sa->gid;
-	if ((to_set & (RP_SET_UID | RP_SET_GID)) && !S_ISDIR(in->mode))
-		a->mode &= ~(uint32_t)(S_ISUID | S_ISGID); /* chown drops set-id bits */
+	/* chown's dropping of set-id bits comes from the kernel as a mode change,
+	 * by its rules (a set-group-ID bit without group-execute stays) */
 	if (to_set & RP_SET_ATIME_NOW)
 		a->atime = now;
 	else if (to_set & RP_SET_ATIME)
@@ -582,15 +611,25 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 	int rc = 0;
 	pthread_mutex_lock(&fs->mu);
 	struct rp_inode *in = fs_inode(fs, ino);
+	bool wr = (flags & O_ACCMODE) != O_RDONLY;
 	if (!in)
 		rc = -ENOENT;
-	else if (in->dir && (flags & O_ACCMODE) != O_RDONLY)
+	else if (in->dir && wr)
 		rc = -EISDIR;
-	else if ((flags & O_ACCMODE) != O_RDONLY && fs->ro)
+	else if ((wr || (flags & O_TRUNC)) && fs->ro)
 		rc = -EROFS;
 	else
 		in->nopen++;
 	pthread_mutex_unlock(&fs->mu);
+	/* O_TRUNC (even with O_RDONLY, as Linux does) empties a regular file and
+	 * always marks mtime and ctime, like open(2) on a local filesystem */
+	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(in->mode)) {
+		rc = fs_writable(fs);
+		if (rc == 0)
+			rc = truncate_file(fs, in, 0, true);
+		if (rc < 0)
+			rp_fs_release(fs, ino);
+	}
 	return rc;
 }
 

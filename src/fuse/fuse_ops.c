@@ -59,6 +59,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1u << 20;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= ~FUSE_CAP_READDIRPLUS;
+	/* open(O_TRUNC) arrives at op_open, which truncates (rp_fs_open) */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* the kernel drops set-id bits on write, truncate and chown by its own
+	 * rules and sends us the mode change */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* file handles (name_to_handle_at, NFS export): lookups of "." and ".."
+	 * find inodes the kernel has forgotten */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -90,7 +100,6 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
 		       struct fuse_file_info *fi)
 {
-	(void)fi;
 	struct rp_setattr sa = { .mode = st->st_mode, .uid = st->st_uid, .gid = st->st_gid,
 				 .size = (uint64_t)st->st_size, .atime = st->st_atim,
 				 .mtime = st->st_mtim, .ctime = st->st_ctim };
@@ -104,6 +113,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) set |= RP_SET_ATIME_NOW;
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW) set |= RP_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME) set |= RP_SET_CTIME;
+	if (fi) set |= RP_SET_VIA_FILE;
 	if (st->st_size < 0 && (set & RP_SET_SIZE)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -181,7 +191,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
+	/* O_DIRECT needs no direct_io here: the kernel sends such reads and
+	 * writes straight to us and keeps the page cache coherent, and mmap
+	 * of the file still works (it does not with direct_io) */
 	fi->keep_cache = 0;
 	fuse_reply_open(req, fi);
 }
@@ -198,7 +210,6 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fi->direct_io = (fi->flags & O_DIRECT) != 0;
 	struct fuse_entry_param e;
 	memset(&e, 0, sizeof(e));
 	e.ino = a.ino;
@@ -385,7 +396,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		m |= RP_FALLOC_KEEP_SIZE;
 	if (mode & FALLOC_FL_PUNCH_HOLE)
 		m |= RP_FALLOC_PUNCH_HOLE;
-	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) || off < 0 || len <= 0) {
+	if (mode & FALLOC_FL_ZERO_RANGE)
+		m |= RP_FALLOC_ZERO_RANGE;
+	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) ||
+	    off < 0 || len <= 0) {
 		fuse_reply_err(req, (off < 0 || len <= 0) ? EINVAL : EOPNOTSUPP);
 		return;
 	}
