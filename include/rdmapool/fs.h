@@ -70,8 +70,6 @@ enum {
 	RP_SET_MODE = 1 << 0, RP_SET_UID = 1 << 1, RP_SET_GID = 1 << 2, RP_SET_SIZE = 1 << 3,
 	RP_SET_ATIME = 1 << 4, RP_SET_MTIME = 1 << 5, RP_SET_ATIME_NOW = 1 << 6,
 	RP_SET_MTIME_NOW = 1 << 7, RP_SET_CTIME = 1 << 8,
-	RP_SET_VIA_FILE = 1 << 9, /* through an open file (ftruncate): times change even
-				   * when the size does not */
 };
 struct rp_setattr {
 	uint32_t mode, uid, gid;

@@ -113,6 +113,14 @@ static size_t image_segments(const struct rp_fs *fs)
 	return (size_t)(bytes / ((uint64_t)SEG_BLOCKS * fs->block_size)) + 1;
 }
 
+bool checkpoint_in_reserve(struct rp_fs *fs)
+{
+	/* The reserve holds the log at the last checkpoint plus slack of at
+	 * least SLACK_MIN_SEGMENTS: growth by a quarter of that is safe. */
+	return !fs->ro && fs->log.segs.n >= (size_t)fs->log_segments_at_ckpt + 4 &&
+	       !space_available(fs, 0);
+}
+
 bool checkpoint_worthwhile(const struct rp_fs *fs)
 {
 	/* for the background thread: deletions shrink the image without
@@ -151,6 +159,7 @@ int checkpoint(struct rp_fs *fs)
 	fs->log = nw;
 	fs->vol = nv;
 	fs->log_segments_at_ckpt = (uint32_t)nw.segs.n;
+	atomic_store(&fs->log_segments, nw.segs.n);
 	rp_debug("volume \"%s\": checkpoint, epoch %llu, %zu segments", fs->vol.name,
 		 (unsigned long long)fs->vol.epoch, nw.segs.n);
 	return 0;

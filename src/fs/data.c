@@ -235,9 +235,19 @@ static int alloc_blocks(struct rp_fs *fs, uint32_t pool, uint32_t want, struct r
 			if (!freeing)
 				usleep(20000u * (unsigned)attempt);
 		}
+		/* data never takes the reserve (space.c) */
+		if (!space_available(fs, want)) {
+			pthread_mutex_lock(&fs->mu);
+			rc = space_check_locked(fs, want);
+			pthread_mutex_unlock(&fs->mu);
+			if (rc < 0)
+				return rc;
+		}
 		rc = rp_pool_alloc(fs->ps, pool, want, e);
 		if (rc < 0 && fs->ps->n > 1)
 			rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
+		if (rc == 0)
+			space_taken(fs, e->count);
 		if (rc != -ENOSPC)
 			return rc;
 	}
@@ -475,7 +485,7 @@ int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size)
 	return zero_mapped(fs, in, s, RP_MIN(new_size, (s / B + 1) * B));
 }
 
-int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch)
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 {
 	const uint64_t B = fs->block_size;
 	struct rp_rec recs[2];
@@ -498,8 +508,6 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool tou
 		recs[n].count = UINT64_MAX - keep;
 		n++;
 	}
-	if (size == in->size && !touch)
-		return 0;
 	fs_rec_attr(in, &recs[n]);
 	recs[n].size = size;
 	recs[n].mtime = recs[n].ctime = fs_now();

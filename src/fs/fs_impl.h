@@ -179,7 +179,16 @@ int lease_renew(struct rp_poolset *ps, struct rp_lease *l);
 void lease_release(struct rp_poolset *ps, struct rp_lease *l);
 /* Is someone holding the lease and alive? Waits up to the expiry time. */
 int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holder, size_t len);
+/* Mark the lease as being released by a clean unmount: a mounter waits for
+ * it instead of refusing. Renewals keep the mark. */
+int lease_mark_releasing(struct rp_poolset *ps, struct rp_lease *l);
 #define LEASE_EXPIRY_PERIODS 5
+/* The lease word: holder id (high 32 bits), a releasing mark, a counter. */
+#define LEASE_RELEASING (1ull << 31)
+#define LEASE_COUNTER (LEASE_RELEASING - 1)
+/* A mounter watches a live holder this long for a release to begin. */
+#define LIVE_GRACE_PERIODS 2
+#define RELEASE_WAIT_MS 120000
 
 /* ---- log writer ---- */
 struct rp_pend {
@@ -223,6 +232,7 @@ struct rp_fs {
 	int slot;
 	struct rp_volrec vol;
 	struct rp_lease lease;
+	pthread_mutex_t lease_mu; /* renewal against marking the release */
 	atomic_bool lease_lost;
 	uint32_t block_size, stripe_blocks, commit_ms;
 	pthread_mutex_t mu;      /* namespace, inode table, log */
@@ -239,6 +249,10 @@ struct rp_fs {
 	pthread_mutex_t bg_mu;
 	pthread_cond_t bg_cv;
 	uint64_t alloc_counter;
+	/* space.c: free blocks in the pools (an estimate between refreshes) */
+	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
+	_Atomic size_t log_segments; /* of the current log, for the reserve */
+	uint64_t ckpt_retry_ms;      /* no background checkpoint before this */
 };
 
 #define SEG_BLOCKS 64
@@ -268,6 +282,9 @@ void state_free(struct rp_fs *fs);
 int checkpoint(struct rp_fs *fs);
 /* Has the log grown enough since the last checkpoint to rewrite it? */
 bool checkpoint_due(const struct rp_fs *fs);
+/* Is the volume inside its reserve with a log that has grown since the
+ * last checkpoint? Then checkpoint now (space.c). */
+bool checkpoint_in_reserve(struct rp_fs *fs);
 /* The same with an estimate of the current image (walks the inodes). */
 bool checkpoint_worthwhile(const struct rp_fs *fs);
 /* Write the records that recreate the whole namespace into w. */
@@ -281,14 +298,24 @@ void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r);
 struct timespec fs_now(void);
 int fs_writable(struct rp_fs *fs);
 
+/* space.c: the free-block estimate and the reserve */
+int space_refresh(struct rp_fs *fs);
+void space_refresh_if_old(struct rp_fs *fs);
+uint64_t space_reserve(struct rp_fs *fs);
+void space_taken(struct rp_fs *fs, uint64_t blocks);
+bool space_available(struct rp_fs *fs, uint64_t want);
+/* For operations that grow the volume, with fs->mu held: 0 or -ENOSPC
+ * (flushes and re-reads the pools before saying no). */
+int space_check_locked(struct rp_fs *fs, uint64_t want);
+
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);
 void fs_delete(struct rp_fs *fs);
 
 /* data.c */
-/* Set the size; times change when the size does or when touch is set
- * (ftruncate and open with O_TRUNC always mark them). fs->mu held. */
-int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch);
+/* Set the size and mark mtime and ctime, even when the size stays (as
+ * tmpfs does for truncate, ftruncate and open with O_TRUNC). fs->mu held. */
+int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size);
 /* Zero stale bytes past the end before the file grows to new_size. */
 int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size);
 int bufpool_get(struct rp_fs *fs, struct rp_buf **out);

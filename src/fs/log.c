@@ -24,6 +24,7 @@ int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out)
 	int rc = rp_poolset_alloc(fs->ps, (uint32_t)(fs->alloc_counter++ % fs->ps->n), SEG_BLOCKS, out);
 	if (rc < 0)
 		return rc;
+	space_taken(fs, out->count);
 	const struct rp_pool_sb *sb = &fs->ps->pools[out->pool].sb;
 	rc = fs_zero_range(fs, out->pool, rp_block_offset(sb, out->block),
 			   (uint64_t)out->count * fs->block_size);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define CKPT_RETRY_MS 10000
+
 static int check_volume_name(const char *name, char *err, size_t errlen)
 {
 	size_t n = strlen(name);
@@ -32,6 +34,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	fs->slot = -1;
 	pthread_mutex_init(&fs->mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
+	pthread_mutex_init(&fs->lease_mu, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
 	pthread_cond_init(&fs->bufs.cv, NULL);
@@ -61,6 +64,7 @@ void fs_delete(struct rp_fs *fs)
 	rp_buf_free(fs->zero);
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->bg_mu);
+	pthread_mutex_destroy(&fs->lease_mu);
 	pthread_cond_destroy(&fs->bg_cv);
 	pthread_mutex_destroy(&fs->bufs.mu);
 	pthread_cond_destroy(&fs->bufs.cv);
@@ -215,7 +219,9 @@ static void *bg_main(void *arg)
 
 		uint64_t now = rp_now_ms();
 		if (now - fs->lease.last_renew_ms >= fs->lease.period_ms) {
+			pthread_mutex_lock(&fs->lease_mu);
 			int rc = lease_renew(fs->ps, &fs->lease);
+			pthread_mutex_unlock(&fs->lease_mu);
 			if (rc == -ESTALE) {
 				rp_err("volume \"%s\": the lease was taken over by another mounter; "
 				       "refusing all further changes", fs->vol.name);
@@ -228,14 +234,17 @@ static void *bg_main(void *arg)
 					       "further changes", fs->vol.name, strerror(-rc));
 			}
 		}
+		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {
 			if (now - last_flush >= fs->commit_ms) {
 				log_flush(fs, &fs->log);
 				last_flush = now;
 			}
-			if (checkpoint_worthwhile(fs))
-				checkpoint(fs);
+			/* a failed checkpoint (pools unreachable) is retried later,
+			 * not on every tick */
+			if (now >= fs->ckpt_retry_ms && checkpoint_worthwhile(fs) && checkpoint(fs) < 0)
+				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
 		}
 		pthread_mutex_unlock(&fs->mu);
 		pthread_mutex_lock(&fs->bg_mu);
@@ -298,6 +307,8 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		fs->log.segs = segs;
 		segs = (struct rp_extvec){ 0 };
 		fs->log.epoch = fs->vol.epoch;
+		atomic_store(&fs->log_segments, fs->log.segs.n);
+		space_refresh(fs);
 		pthread_mutex_lock(&fs->mu);
 		rc = checkpoint(fs);
 		if (rc == 0) {
@@ -346,26 +357,40 @@ fail:
 	return rc;
 }
 
+static void bg_stop(struct rp_fs *fs)
+{
+	if (!fs->bg_running)
+		return;
+	pthread_mutex_lock(&fs->bg_mu);
+	atomic_store(&fs->stop, true);
+	pthread_cond_signal(&fs->bg_cv);
+	pthread_mutex_unlock(&fs->bg_mu);
+	pthread_join(fs->bg, NULL);
+	fs->bg_running = false;
+}
+
 int rp_fs_unmount(struct rp_fs *fs)
 {
 	int rc = 0;
 	if (!fs)
 		return 0;
-	if (fs->bg_running) {
-		pthread_mutex_lock(&fs->bg_mu);
-		atomic_store(&fs->stop, true);
-		pthread_cond_signal(&fs->bg_cv);
-		pthread_mutex_unlock(&fs->bg_mu);
-		pthread_join(fs->bg, NULL);
-	}
-	if (!fs->ro) {
+	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
+		/* A mounter that comes now waits for us instead of refusing; the
+		 * background thread keeps renewing through the last flush, which
+		 * may be long after a large delete. */
+		pthread_mutex_lock(&fs->lease_mu);
+		if (lease_mark_releasing(fs->ps, &fs->lease) < 0)
+			rp_warn("volume \"%s\": could not mark the lease as releasing",
+				fs->vol.name);
+		pthread_mutex_unlock(&fs->lease_mu);
 		pthread_mutex_lock(&fs->mu);
-		if (!atomic_load(&fs->lease_lost)) {
-			rc = log_flush(fs, &fs->log);
-			if (rc < 0)
-				rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
-		}
+		rc = log_flush(fs, &fs->log);
+		if (rc < 0)
+			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
 		pthread_mutex_unlock(&fs->mu);
+	}
+	bg_stop(fs);
+	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
 		log_discard(fs, &fs->log, false);
 		if (!atomic_load(&fs->lease_lost))
@@ -396,30 +421,27 @@ int rp_fs_fsync(struct rp_fs *fs, uint64_t ino)
 
 int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 {
-	uint64_t total = 0, nfree = 0;
 	if (!fs->ro && fs_writable(fs) == 0) {
 		/* blocks released by logged deletions are free once the log is out */
 		pthread_mutex_lock(&fs->mu);
 		log_flush(fs, &fs->log);
 		pthread_mutex_unlock(&fs->mu);
 	}
-	for (size_t i = 0; i < fs->ps->n; i++) {
-		uint64_t f, t;
-		int rc = rp_pool_usage(fs->ps, (uint32_t)i, &f, &t);
-		if (rc < 0)
-			return -EIO;
-		total += t;
-		nfree += f;
-	}
+	if (space_refresh(fs) < 0)
+		return -EIO;
+	uint64_t total = atomic_load(&fs->space_total), nfree = atomic_load(&fs->space_free);
+	/* the reserve counts as used (space.c): Size = Used + Avail */
+	uint64_t reserve = fs->ro ? 0 : space_reserve(fs);
+	uint64_t avail = nfree > reserve ? nfree - reserve : 0;
 	memset(st, 0, sizeof(*st));
 	st->f_bsize = fs->block_size;
 	st->f_frsize = fs->block_size;
 	st->f_blocks = total;
-	st->f_bfree = nfree;
-	st->f_bavail = nfree;
+	st->f_bfree = avail;
+	st->f_bavail = avail;
 	pthread_mutex_lock(&fs->mu);
-	st->f_files = total + fs->it.n;
-	st->f_ffree = nfree;
+	st->f_files = avail + fs->it.n;
+	st->f_ffree = avail;
 	pthread_mutex_unlock(&fs->mu);
 	st->f_namemax = 255;
 	return 0;

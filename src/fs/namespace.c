@@ -59,15 +59,23 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 	struct rp_logmark m;
 	int rc = 0;
 
-	log_mark(&fs->log, &m);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		recs[i].flags = i + 1 == n ? REC_F_END : 0;
-		rc = log_append(fs, &fs->log, &recs[i]);
-	}
-	if (rc < 0) {
+	for (int attempt = 0;; attempt++) {
+		log_mark(&fs->log, &m);
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			recs[i].flags = i + 1 == n ? REC_F_END : 0;
+			rc = log_append(fs, &fs->log, &recs[i]);
+		}
+		if (rc == 0)
+			break;
 		log_rollback(fs, &fs->log, &m);
-		return rc;
+		if (rc != -ENOSPC || attempt > 0)
+			return rc;
+		/* no block for the next segment: deletions already logged free
+		 * theirs once the log is out */
+		if ((rc = log_flush(fs, &fs->log)) < 0)
+			return rc;
 	}
+	atomic_store(&fs->log_segments, fs->log.segs.n);
 	for (size_t i = 0; i < n; i++) {
 		int arc = state_apply(fs, &recs[i], &fs->deferred);
 		if (arc < 0) {
@@ -82,7 +90,14 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 		if (frc < 0 && rc == 0)
 			rc = frc;
 	}
-	if (checkpoint_due(fs)) {
+	if (checkpoint_in_reserve(fs)) {
+		/* records that need no space still grow the log: inside the
+		 * reserve, compact it before it eats the room a checkpoint needs */
+		int crc = checkpoint(fs);
+		if (crc < 0)
+			rp_warn("volume \"%s\": checkpoint on a full volume: %s", fs->vol.name,
+				strerror(-crc));
+	} else if (checkpoint_due(fs)) {
 		pthread_mutex_lock(&fs->bg_mu);
 		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */
 		pthread_mutex_unlock(&fs->bg_mu);
@@ -223,7 +238,7 @@ int rp_fs_getattr(struct rp_fs *fs, uint64_t ino, struct rp_attr *out)
 }
 
 /* Truncate a regular file to size; times as data_truncate. */
-static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size, bool touch)
+static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 {
 	if (S_ISDIR(in->mode))
 		return -EISDIR;
@@ -231,7 +246,7 @@ static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size, b
 		return -EINVAL;
 	pthread_rwlock_wrlock(&in->io);
 	pthread_mutex_lock(&fs->mu);
-	int rc = data_truncate(fs, in, size, touch);
+	int rc = data_truncate(fs, in, size);
 	pthread_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&in->io);
 	return rc;
@@ -252,9 +267,9 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 	if (!in)
 		return -ENOENT;
 	if (to_set & RP_SET_SIZE) {
-		if ((rc = truncate_file(fs, in, sa->size, to_set & RP_SET_VIA_FILE)) < 0)
+		if ((rc = truncate_file(fs, in, sa->size)) < 0)
 			return rc;
-		if (!(to_set & ~(RP_SET_SIZE | RP_SET_VIA_FILE))) {
+		if (!(to_set & ~RP_SET_SIZE)) {
 			pthread_mutex_lock(&fs->mu);
 			attr_out(fs, in, out);
 			pthread_mutex_unlock(&fs->mu);
@@ -312,6 +327,8 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 		rc = -EEXIST;
 		goto out;
 	}
+	if ((rc = space_check_locked(fs, 0)) < 0)
+		goto out;
 	struct timespec now = fs_now();
 	uint64_t ino = fs->next_ino;
 	struct rp_rec *a = txn_add(&t, REC_ATTR);
@@ -418,6 +435,8 @@ int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *n
 		rc = -EEXIST;
 		goto out;
 	}
+	if ((rc = space_check_locked(fs, 0)) < 0)
+		goto out;
 	struct timespec now = fs_now();
 	struct rp_rec *a = txn_attr(&t, in);
 	a->nlink++;
@@ -626,7 +645,7 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(in->mode)) {
 		rc = fs_writable(fs);
 		if (rc == 0)
-			rc = truncate_file(fs, in, 0, true);
+			rc = truncate_file(fs, in, 0);
 		if (rc < 0)
 			rp_fs_release(fs, ino);
 	}
@@ -724,6 +743,9 @@ int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void 
 		rc = -ENODATA;
 		goto out;
 	}
+	/* a replacement no larger than the old value does not grow the volume */
+	if ((!x || size > x->len) && (rc = space_check_locked(fs, 0)) < 0)
+		goto out;
 	struct rp_rec *r = txn_add(&t, REC_XATTR_SET);
 	r->ino = ino;
 	r->name = name;

@@ -208,6 +208,46 @@ static int watch(struct rp_poolset *ps, int slot, uint64_t v, uint32_t period_ms
 	return 0;
 }
 
+/* What a mounter finds in a held lease word, watched for a while. */
+enum lease_seen { SEEN_FREE, SEEN_LIVE, SEEN_SILENT };
+
+/* Watch a held lease word until it is free (0), or its holder is shown to be
+ * alive and not leaving (it renews for LIVE_GRACE_PERIODS without marking a
+ * release: then SEEN_LIVE), or silent for the expiry time (SEEN_SILENT). A
+ * holder that marks the word as releasing (a clean unmount finishing its
+ * last flush) is waited for, up to RELEASE_WAIT_MS, with one message. */
+static int lease_wait(struct rp_poolset *ps, int slot, uint64_t *v, uint32_t period_ms,
+		      const char *who)
+{
+	uint64_t start = rp_now_ms(), last_change = start;
+	bool told = false;
+	for (;;) {
+		uint64_t now = rp_now_ms();
+		if (*v == 0)
+			return SEEN_FREE;
+		if (now - last_change >= (uint64_t)period_ms * LEASE_EXPIRY_PERIODS)
+			return SEEN_SILENT;
+		if (*v & LEASE_RELEASING) {
+			if (!told)
+				rp_info("waiting for %s to finish unmounting", who);
+			told = true;
+			if (now - start >= RELEASE_WAIT_MS)
+				return SEEN_LIVE;
+		} else if (now - start >= (uint64_t)period_ms * LIVE_GRACE_PERIODS &&
+			   last_change != start) {
+			return SEEN_LIVE;
+		}
+		sleep_ms(period_ms / 4 ? period_ms / 4 : 1);
+		uint64_t nv;
+		int rc = read_word(ps, slot, &nv);
+		if (rc < 0)
+			return rc;
+		if (nv != *v)
+			last_change = rp_now_ms();
+		*v = nv;
+	}
+}
+
 int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const char *holder,
 		  struct rp_lease *l, char *err, size_t errlen)
 {
@@ -224,16 +264,17 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 	for (;;) {
 		if (v != 0) {
 			read_holder(ps, slot, who, sizeof(who));
-			rc = watch(ps, slot, v, period_ms);
+			rc = lease_wait(ps, slot, &v, period_ms, who);
 			if (rc < 0)
 				return rc;
-			if (rc == 1) {
+			if (rc == SEEN_LIVE) {
 				snprintf(err, errlen, "volume is mounted read-write by %s "
 					 "(mount it with -o ro, or unmount it there)", who);
 				return -EBUSY;
 			}
-			rp_warn("taking over the lease of %s, silent for %u ms", who,
-				period_ms * LEASE_EXPIRY_PERIODS);
+			if (rc == SEEN_SILENT)
+				rp_warn("taking over the lease of %s, silent for %u ms", who,
+					period_ms * LEASE_EXPIRY_PERIODS);
 		}
 		if ((rc = rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
 			return rc;
@@ -254,8 +295,9 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 
 int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
 {
-	uint64_t next = (l->word & 0xffffffffu) == 0xffffffffu ? (l->word & ~0xffffffffull) | 1
-							       : l->word + 1;
+	/* the counter wraps inside its 31 bits; the releasing mark stays */
+	uint64_t ctr = l->word & LEASE_COUNTER;
+	uint64_t next = (l->word & ~LEASE_COUNTER) | (ctr == LEASE_COUNTER ? 1 : ctr + 1);
 	uint64_t old;
 	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
 	if (rc < 0)
@@ -264,6 +306,18 @@ int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
 		return -ESTALE; /* someone took the volume over */
 	l->word = next;
 	l->last_renew_ms = rp_now_ms();
+	return 0;
+}
+
+int lease_mark_releasing(struct rp_poolset *ps, struct rp_lease *l)
+{
+	uint64_t old, next = l->word | LEASE_RELEASING;
+	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	if (rc < 0)
+		return rc;
+	if (old != l->word)
+		return -ESTALE;
+	l->word = next;
 	return 0;
 }
 

@@ -100,6 +100,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_set,
 		       struct fuse_file_info *fi)
 {
+	(void)fi;
 	struct rp_setattr sa = { .mode = st->st_mode, .uid = st->st_uid, .gid = st->st_gid,
 				 .size = (uint64_t)st->st_size, .atime = st->st_atim,
 				 .mtime = st->st_mtim, .ctime = st->st_ctim };
@@ -113,7 +114,6 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) set |= RP_SET_ATIME_NOW;
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW) set |= RP_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME) set |= RP_SET_CTIME;
-	if (fi) set |= RP_SET_VIA_FILE;
 	if (st->st_size < 0 && (set & RP_SET_SIZE)) {
 		fuse_reply_err(req, EINVAL);
 		return;

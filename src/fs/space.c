@@ -1,0 +1,75 @@
+/* Free space and the reserve. Operations that grow the volume (new data
+ * blocks, new names, xattrs) stop with ENOSPC while the free blocks are at
+ * or below the reserve; operations that give space back (unlink, rmdir,
+ * truncate, rename) and checkpoints may dig into it. The reserve covers a
+ * checkpoint (a new log at most as large as the current one, written
+ * before the old one is freed) plus slack for the records of deletions, so
+ * a full volume can always be emptied and always mounts read-write.
+ * statfs reports the reserve as used: Size = Used + Avail, and Avail is 0
+ * before the reserve is touched. See rdmapool(7). */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/util.h>
+
+#include <errno.h>
+
+#define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
+#define SLACK_PERCENT 1
+#define REFRESH_MS 5000
+
+int space_refresh(struct rp_fs *fs)
+{
+	uint64_t total = 0, nfree = 0;
+	for (size_t i = 0; i < fs->ps->n; i++) {
+		uint64_t f, t;
+		int rc = rp_pool_usage(fs->ps, (uint32_t)i, &f, &t);
+		if (rc < 0)
+			return rc;
+		total += t;
+		nfree += f;
+	}
+	atomic_store(&fs->space_total, total);
+	atomic_store(&fs->space_free, nfree);
+	atomic_store(&fs->space_refreshed_ms, rp_now_ms());
+	return 0;
+}
+
+void space_refresh_if_old(struct rp_fs *fs)
+{
+	if (rp_now_ms() - atomic_load(&fs->space_refreshed_ms) >= REFRESH_MS)
+		space_refresh(fs);
+}
+
+uint64_t space_reserve(struct rp_fs *fs)
+{
+	uint64_t total = atomic_load(&fs->space_total);
+	uint64_t slack = RP_MAX((uint64_t)SLACK_MIN_SEGMENTS * SEG_BLOCKS,
+				total * SLACK_PERCENT / 100);
+	/* the current log and its spare: what a checkpoint may need */
+	uint64_t log = (atomic_load(&fs->log_segments) + 1) * (uint64_t)SEG_BLOCKS;
+	return log + slack;
+}
+
+void space_taken(struct rp_fs *fs, uint64_t blocks)
+{
+	uint64_t f = atomic_load(&fs->space_free);
+	while (!atomic_compare_exchange_weak(&fs->space_free, &f, f > blocks ? f - blocks : 0))
+		;
+}
+
+bool space_available(struct rp_fs *fs, uint64_t want)
+{
+	return atomic_load(&fs->space_free) >= space_reserve(fs) + want;
+}
+
+int space_check_locked(struct rp_fs *fs, uint64_t want)
+{
+	if (space_available(fs, want))
+		return 0;
+	/* deletions free their blocks once their records are out */
+	log_flush(fs, &fs->log);
+	if (space_refresh(fs) == 0 && space_available(fs, want))
+		return 0;
+	return -ENOSPC;
+}
