@@ -16,14 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
 	unsigned commit;
-	int foreground, single, ro, help, version;
+	int foreground, single, ro, help, version, remount;
 };
 
-enum { KEY_RO, KEY_FG, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_VERSION };
+enum { KEY_RO, KEY_RW, KEY_REMOUNT, KEY_FG, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_VERSION };
 
 #define OPT(t, f) { t, offsetof(struct options, f), 0 }
 static const struct fuse_opt option_spec[] = {
@@ -32,6 +34,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("log=%s", logfile),
 	OPT("commit=%u", commit),
 	FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("rw", KEY_RW),
+	FUSE_OPT_KEY("remount", KEY_REMOUNT),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
@@ -62,6 +66,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 		nonopts++;
 		return 0;
 	case KEY_RO: o->ro = 1; return 1;          /* the kernel needs it too */
+	case KEY_RW: o->ro = 0; return 1;
+	case KEY_REMOUNT: o->remount = 1; return 0;
 	case KEY_FG: o->foreground = 1; return 0;
 	case KEY_DEBUG: o->foreground = 1; return 1;
 	case KEY_SINGLE: o->single = 1; return 0;
@@ -69,6 +75,31 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_VERSION: o->version = 1; return 0;
 	}
 	return 1;
+}
+
+/* mount -o remount,ro|rw runs us (through mount.fuse3) on a mounted volume:
+ * change the kernel's read-only flag of that mount, keeping its other flags.
+ * The daemon serving it stays; a read-only mount refuses changes with EROFS
+ * in the kernel, so no record is written until remount,rw. */
+static int remount(const char *mountpoint, int ro)
+{
+	struct statvfs sv;
+	if (statvfs(mountpoint, &sv) != 0) {
+		fprintf(stderr, "rdmapoolfs: remount %s: %s\n", mountpoint, strerror(errno));
+		return 1;
+	}
+	unsigned long flags = MS_REMOUNT | (ro ? MS_RDONLY : 0);
+	if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+	if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+	if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+	if (sync(), mount(NULL, mountpoint, NULL, flags, NULL) != 0) {
+		fprintf(stderr, "rdmapoolfs: remount %s %s: %s\n", mountpoint, ro ? "ro" : "rw",
+			strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 static void usage(void)
@@ -172,6 +203,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdmapoolfs: need CLUSTER_FILE and MOUNTPOINT (see --help)\n");
 		return 2;
 	}
+	if (o.remount)
+		return remount(o.mountpoint, o.ro);
 	enum rp_log_level level = RP_LOG_INFO;
 	if (o.loglevel && rp_log_parse_level(o.loglevel, &level) < 0) {
 		fprintf(stderr, "rdmapoolfs: loglevel=%s: expected error, warn, info or debug\n", o.loglevel);
