@@ -23,6 +23,7 @@
 #define RP_XATTR_VALUE_MAX (64 * 1024)
 #define RP_SYMLINK_MAX 4095
 #define RP_VOLUME_NAME_MAX 63
+#define RP_DEFAULT_FOLLOW_MS 500
 
 struct rp_fs;
 
@@ -36,7 +37,9 @@ struct rp_mkfs_opts {
 
 struct rp_mount_opts {
 	const char *volume;
-	bool readonly;           /* no lease; sees the volume as of mount time */
+	bool readonly;           /* no lease; follows the writer's log */
+	uint32_t follow_ms;      /* read-only: look for the writer's changes this often;
+				  * 0 = RP_DEFAULT_FOLLOW_MS */
 	uint32_t commit_ms;      /* flush the metadata log at least this often; 0 = 1000 */
 	const char *holder;      /* shown to a second mounter; default host:pid */
 };

@@ -154,8 +154,14 @@ int checkpoint(struct rp_fs *fs)
 		log_discard(fs, &nw, true);
 		return rc;
 	}
-	/* The new log is in charge: the old one's segments are garbage. */
-	log_discard(fs, &fs->log, true);
+	/* The new log is in charge: the old one's segments are garbage once
+	 * no read-only mount is still reading them. */
+	for (size_t i = 0; i < fs->log.segs.n; i++)
+		if (held_add(fs, &fs->log.segs.v[i], reader_pos(nw.epoch, 0)) < 0)
+			rp_warn("volume \"%s\": a segment of the old log stays allocated",
+				fs->vol.name);
+	log_discard(fs, &fs->log, false);
+	held_release(fs);
 	fs->log = nw;
 	fs->vol = nv;
 	fs->log_segments_at_ckpt = (uint32_t)nw.segs.n;

@@ -17,6 +17,7 @@
 
 #define MAX_BUFS 32
 #define MAX_FILE_SIZE (1ull << 50)
+#define HELD_WAIT_MS 3000 /* for blocks held for read-only mounts to come back */
 
 int bufpool_get(struct rp_fs *fs, struct rp_buf **out)
 {
@@ -69,6 +70,7 @@ int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
 }
 
 static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uint64_t to);
+static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst);
 
 /* Where file byte pos lives: pool and byte offset, or a hole (-1). */
 struct piece {
@@ -167,6 +169,23 @@ static bool ts_le(struct timespec a, struct timespec b)
 
 ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
 {
+	if (!fs->ro)
+		return read_file(fs, ino, off, len, dst);
+	/* A read-only mount reads through the maps it has applied: no record
+	 * is applied meanwhile, and none of it once the writer may have given
+	 * our blocks away (follow.c). */
+	if (!follow_fresh(fs))
+		return -EIO;
+	pthread_rwlock_rdlock(&fs->apply);
+	ssize_t n = read_file(fs, ino, off, len, dst);
+	pthread_rwlock_unlock(&fs->apply);
+	/* the writer deleted a file open here: its blocks may be another
+	 * file's by now (as on NFS) */
+	return n == -ENOENT ? -ESTALE : n;
+}
+
+static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
+{
 	struct piece ps[256];
 	struct rp_buf *b;
 	size_t done = 0;
@@ -220,38 +239,51 @@ ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, voi
 }
 
 /* One run from the stripe's pool, else any pool (a full or unreachable pool
- * does not stop writes). Before giving up with ENOSPC, flush the log: blocks
- * of files just deleted are freed only once their records are durable, and
- * the kernel forgets deleted inodes a moment after unlink returns. */
+ * does not stop writes). */
+static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *e)
+{
+	int rc;
+	/* data never takes the reserve (space.c) */
+	if (!space_available(fs, want)) {
+		pthread_mutex_lock(&fs->mu);
+		rc = space_check_locked(fs, want);
+		pthread_mutex_unlock(&fs->mu);
+		if (rc < 0)
+			return rc;
+	}
+	rc = rp_pool_alloc(fs->ps, pool, want, e);
+	if (rc < 0 && fs->ps->n > 1)
+		rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
+	if (rc == 0)
+		space_taken(fs, e->count);
+	return rc;
+}
+
+/* try_alloc, but before giving up with ENOSPC, flush the log: blocks of
+ * files just deleted are freed only once their records are durable (and
+ * read-only mounts have followed), and the kernel forgets deleted inodes a
+ * moment after unlink returns. */
 static int alloc_blocks(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *e)
 {
-	int rc = -ENOSPC;
-	for (int attempt = 0; attempt < 4; attempt++) {
+	uint64_t start = rp_now_ms();
+	for (unsigned attempt = 0;; attempt++) {
+		bool held = false;
 		if (attempt > 0) {
 			pthread_mutex_lock(&fs->mu);
 			bool freeing = fs->deferred.n > 0;
 			log_flush(fs, &fs->log);
+			held = fs->held.n > 0;
 			pthread_mutex_unlock(&fs->mu);
 			if (!freeing)
-				usleep(20000u * (unsigned)attempt);
+				usleep(20000u * RP_MIN(attempt, 5u));
 		}
-		/* data never takes the reserve (space.c) */
-		if (!space_available(fs, want)) {
-			pthread_mutex_lock(&fs->mu);
-			rc = space_check_locked(fs, want);
-			pthread_mutex_unlock(&fs->mu);
-			if (rc < 0)
-				return rc;
-		}
-		rc = rp_pool_alloc(fs->ps, pool, want, e);
-		if (rc < 0 && fs->ps->n > 1)
-			rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
-		if (rc == 0)
-			space_taken(fs, e->count);
+		int rc = try_alloc(fs, pool, want, e);
 		if (rc != -ENOSPC)
 			return rc;
+		/* blocks held for read-only mounts come back once they follow */
+		if (attempt >= 3 && !(held && rp_now_ms() - start < HELD_WAIT_MS))
+			return rc;
 	}
-	return rc;
 }
 
 /* Allocate blocks for the unmapped parts of file blocks [fb, fb+count),

@@ -179,6 +179,37 @@ int lease_renew(struct rp_poolset *ps, struct rp_lease *l);
 void lease_release(struct rp_poolset *ps, struct rp_lease *l);
 /* Is someone holding the lease and alive? Waits up to the expiry time. */
 int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holder, size_t len);
+/* The volume record of a slot (one small read, for followers). */
+int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec);
+
+/* ---- read-only mounts (reader slots in the volume table, volume.c) ---- */
+#define READER_SLOTS 4
+struct rp_reader {
+	int slot, index;
+	uint64_t hb;             /* our heartbeat word; 0 when not registered */
+	uint64_t last_renew_ms;
+};
+/* A position: the first record not yet applied, ordered across epochs. */
+static inline uint64_t reader_pos(uint64_t epoch, uint64_t seq)
+{
+	return (epoch << 40) | (seq & ((1ull << 40) - 1));
+}
+/* -EUSERS when every reader slot is taken. */
+int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd);
+/* -ESTALE when the writer expired us: reload everything. */
+int reader_renew(struct rp_poolset *ps, struct rp_reader *rd);
+int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t epoch, uint64_t seq);
+void reader_release(struct rp_poolset *ps, struct rp_reader *rd);
+/* The writer's view of the readers: when each heartbeat last moved. */
+struct rp_reader_watch {
+	uint64_t hb[READER_SLOTS];
+	uint64_t changed_ms[READER_SLOTS];
+};
+/* The smallest position of a live reader (UINT64_MAX: none); clears the
+ * slots of readers silent for the expiry time. */
+int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uint32_t period_ms,
+		 uint64_t *min_pos);
+
 /* Mark the lease as being released by a clean unmount: a mounter waits for
  * it instead of refusing. Renewals keep the mark. */
 int lease_mark_releasing(struct rp_poolset *ps, struct rp_lease *l);
@@ -217,6 +248,27 @@ struct rp_logmark {
 	uint64_t seq;
 	bool have_spare;
 };
+/* A cursor in a metadata log: where the first transaction not yet applied
+ * starts. Read-only mounts keep one to follow the writer. */
+struct rp_logtail {
+	uint64_t epoch;
+	uint8_t uuid[16];
+	uint32_t block_size;
+	struct rp_extent seg;
+	size_t pos;
+	uint64_t seq;
+};
+/* Extents freed by a durable record, held until every reader's position
+ * is at least pos (reader_pos of the writer's log when they were flushed). */
+struct rp_held {
+	struct rp_extent e;
+	uint64_t pos;
+};
+struct rp_heldvec {
+	struct rp_held *v;
+	size_t n, cap;
+};
+
 /* ---- the mounted filesystem ---- */
 struct rp_bufpool {
 	pthread_mutex_t mu;
@@ -253,6 +305,17 @@ struct rp_fs {
 	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
 	_Atomic size_t log_segments; /* of the current log, for the reserve */
 	uint64_t ckpt_retry_ms;      /* no background checkpoint before this */
+	/* read-write: blocks released by durable records, waiting for the
+	 * read-only mounts to move past those records (readers.c) */
+	struct rp_heldvec held;
+	struct rp_reader_watch readers;
+	/* read-only: where we are in the writer's log, our reader slot, and
+	 * a lock that keeps records from being applied under a data read */
+	struct rp_logtail tail;
+	struct rp_reader reader;
+	pthread_rwlock_t apply;
+	uint32_t follow_ms;
+	atomic_bool reader_stale;
 };
 
 #define SEG_BLOCKS 64
@@ -267,11 +330,18 @@ void log_mark(const struct rp_logw *w, struct rp_logmark *m);
 void log_rollback(struct rp_fs *fs, struct rp_logw *w, const struct rp_logmark *m);
 int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out);
 int log_flush(struct rp_fs *fs, struct rp_logw *w);
-/* Run the stream from head, calling apply for each record of each complete
- * transaction; segments are collected into segs. */
+void log_tail_init(struct rp_logtail *t, const struct rp_volrec *vol);
+/* Apply each complete transaction past the cursor and move the cursor past
+ * it; stops quietly at the end of what is written. Segments entered are
+ * added to segs (may be NULL). */
+int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
+		  int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
+		  uint64_t *records);
+/* The whole stream from the volume's head; end (may be NULL) gets the
+ * cursor after the last complete transaction. */
 int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
 	       int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
-	       uint64_t *records);
+	       uint64_t *records, struct rp_logtail *end);
 
 /* state.c: applying records to the in-memory namespace (replay and live) */
 int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *freed);
@@ -297,6 +367,21 @@ void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in);
 void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r);
 struct timespec fs_now(void);
 int fs_writable(struct rp_fs *fs);
+
+/* follow.c: a read-only mount following the writer's log */
+void follow_step(struct rp_fs *fs);
+/* May this read-only mount serve data reads (its heartbeat is recent)? */
+bool follow_fresh(struct rp_fs *fs);
+
+/* held.c: frees that wait for the read-only mounts */
+/* Hold fs->deferred (their records are durable up to w's position). */
+int held_add_deferred(struct rp_fs *fs, const struct rp_logw *w);
+/* Hold an extent until every reader is at pos or later. */
+int held_add(struct rp_fs *fs, const struct rp_extent *e, uint64_t pos);
+/* Free what no reader can still see; reads the reader slots. */
+void held_release(struct rp_fs *fs);
+/* At unmount: wait up to ms for the readers, then free what is free. */
+void held_drain(struct rp_fs *fs, uint32_t ms);
 
 /* space.c: the free-block estimate and the reserve */
 int space_refresh(struct rp_fs *fs);

@@ -222,15 +222,11 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 		w->npend = 0;
 		w->pend_bytes = 0;
 	}
-	/* The records releasing these blocks are durable now. */
-	for (size_t k = 0; k < fs->deferred.n; k++) {
-		int frc = rp_pool_free(fs->ps, &fs->deferred.v[k]);
-		if (frc < 0)
-			rp_err("freeing %u blocks at pool %u block %llu: %s", fs->deferred.v[k].count,
-			       fs->deferred.v[k].pool, (unsigned long long)fs->deferred.v[k].block,
-			       strerror(-frc));
-	}
-	fs->deferred.n = 0;
+	/* The records releasing these blocks are durable now: they go back
+	 * once no read-only mount can still see them (held.c). */
+	if (fs->deferred.n && (rc = held_add_deferred(fs, w)) < 0)
+		return rc;
+	held_release(fs);
 	return 0;
 }
 
@@ -239,17 +235,64 @@ static bool ext_valid(struct rp_poolset *ps, const struct rp_extent *e)
 	return e->pool < ps->n && e->count > 0 && e->block + e->count <= ps->pools[e->pool].sb.nblocks;
 }
 
-int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
-	       int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
-	       uint64_t *records)
+void log_tail_init(struct rp_logtail *t, const struct rp_volrec *vol)
 {
-	struct rp_extent seg = vol->head;
-	uint64_t expect = 0;
+	memset(t, 0, sizeof(*t));
+	t->epoch = vol->epoch;
+	memcpy(t->uuid, vol->uuid, 16);
+	t->block_size = vol->block_size;
+	t->seg = vol->head;
+}
+
+/* Keep a raw record until its transaction is complete. */
+static int txn_keep(uint8_t **txn, size_t *len, size_t *cap, const uint8_t *rec, size_t n)
+{
+	if (*len + n > *cap) {
+		size_t c = *cap ? *cap * 2 : 65536;
+		while (c < *len + n)
+			c *= 2;
+		uint8_t *nt = realloc(*txn, c);
+		if (!nt)
+			return -ENOMEM;
+		*txn = nt;
+		*cap = c;
+	}
+	memcpy(*txn + *len, rec, n);
+	*len += n;
+	return 0;
+}
+
+static int txn_apply(const struct rp_logtail *t, const uint8_t *txn, size_t len,
+		     int (*apply)(void *, const struct rp_rec *), void *arg, uint64_t *records)
+{
+	for (size_t off = 0; off < len;) {
+		struct rp_rec r;
+		ssize_t n = rec_decode(txn + off, len - off, t->epoch, t->uuid, &r);
+		if (n < 0)
+			return -EUCLEAN;
+		int rc = apply(arg, &r);
+		if (rc < 0)
+			return rc;
+		(*records)++;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
+		  int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
+		  uint64_t *records)
+{
+	struct rp_extent seg = t->seg;
+	size_t pos = t->pos;
+	uint64_t expect = t->seq;
 	uint8_t *buf = NULL, *txn = NULL;
 	size_t txn_len = 0, txn_cap = 0;
 	int rc = 0;
 
 	*records = 0;
+	if (segs && t->pos == 0 && t->seq == 0 && (rc = extvec_push(segs, &seg)) < 0)
+		return rc;
 	while (rc == 0) {
 		if (!ext_valid(ps, &seg)) {
 			rp_err("metadata log: segment %u/%llu+%u is outside the pools", seg.pool,
@@ -257,9 +300,7 @@ int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
 			rc = -EUCLEAN;
 			break;
 		}
-		if ((rc = extvec_push(segs, &seg)) < 0)
-			break;
-		size_t size = (size_t)seg.count * vol->block_size;
+		size_t size = (size_t)seg.count * t->block_size;
 		uint8_t *nb = realloc(buf, size);
 		if (!nb) {
 			rc = -ENOMEM;
@@ -269,56 +310,56 @@ int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
 		const struct rp_pool_sb *sb = &ps->pools[seg.pool].sb;
 		if ((rc = rp_pool_read(ps, seg.pool, rp_block_offset(sb, seg.block), buf, size)) < 0)
 			break;
-		size_t pos = 0;
 		bool linked = false;
 		while (pos + REC_HDR <= size) {
 			struct rp_rec r;
-			ssize_t n = rec_decode(buf + pos, size - pos, vol->epoch, vol->uuid, &r);
+			ssize_t n = rec_decode(buf + pos, size - pos, t->epoch, t->uuid, &r);
 			if (n < 0 || r.seq != expect)
-				break; /* end of the log */
+				break; /* the end of the log, for now */
 			expect++;
 			if (r.type == REC_LINK) {
 				seg = r.ext;
+				pos = 0;
 				linked = true;
+				if (segs && (rc = extvec_push(segs, &seg)) < 0)
+					break;
 				break;
 			}
-			/* Keep the raw record until its transaction is complete. */
-			if (txn_len + (size_t)n > txn_cap) {
-				size_t cap = txn_cap ? txn_cap * 2 : 65536;
-				while (cap < txn_len + (size_t)n)
-					cap *= 2;
-				uint8_t *nt = realloc(txn, cap);
-				if (!nt) {
-					rc = -ENOMEM;
-					break;
-				}
-				txn = nt;
-				txn_cap = cap;
-			}
-			memcpy(txn + txn_len, buf + pos, (size_t)n);
-			txn_len += (size_t)n;
+			if ((rc = txn_keep(&txn, &txn_len, &txn_cap, buf + pos, (size_t)n)) < 0)
+				break;
 			pos += (size_t)n;
 			if (r.flags & REC_F_END) {
-				for (size_t t = 0; t < txn_len && rc == 0;) {
-					struct rp_rec tr;
-					ssize_t tn = rec_decode(txn + t, txn_len - t, vol->epoch, vol->uuid, &tr);
-					if (tn < 0) {
-						rc = -EUCLEAN;
-						break;
-					}
-					rc = apply(arg, &tr);
-					(*records)++;
-					t += (size_t)tn;
-				}
+				if ((rc = txn_apply(t, txn, txn_len, apply, arg, records)) < 0)
+					break;
 				txn_len = 0;
+				/* the cursor moves past complete transactions only */
+				t->seg = seg;
+				t->pos = pos;
+				t->seq = expect;
 			}
-			if (rc < 0)
-				break;
 		}
 		if (!linked)
 			break;
+		if (txn_len == 0) {
+			/* a LINK between transactions: start the next read there */
+			t->seg = seg;
+			t->pos = 0;
+			t->seq = expect;
+		}
 	}
 	free(buf);
 	free(txn);
+	return rc;
+}
+
+int log_replay(struct rp_poolset *ps, const struct rp_volrec *vol,
+	       int (*apply)(void *, const struct rp_rec *), void *arg, struct rp_extvec *segs,
+	       uint64_t *records, struct rp_logtail *end)
+{
+	struct rp_logtail t;
+	log_tail_init(&t, vol);
+	int rc = log_tail_read(ps, &t, apply, arg, segs, records);
+	if (end)
+		*end = t;
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #define CKPT_RETRY_MS 10000
+#define HELD_DRAIN_MS 3000
 
 static int check_volume_name(const char *name, char *err, size_t errlen)
 {
@@ -35,6 +36,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_mutex_init(&fs->mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
 	pthread_mutex_init(&fs->lease_mu, NULL);
+	pthread_rwlock_init(&fs->apply, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
 	pthread_cond_init(&fs->bufs.cv, NULL);
@@ -65,6 +67,8 @@ void fs_delete(struct rp_fs *fs)
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->bg_mu);
 	pthread_mutex_destroy(&fs->lease_mu);
+	pthread_rwlock_destroy(&fs->apply);
+	free(fs->held.v);
 	pthread_cond_destroy(&fs->bg_cv);
 	pthread_mutex_destroy(&fs->bufs.mu);
 	pthread_cond_destroy(&fs->bufs.cv);
@@ -204,6 +208,8 @@ static void *bg_main(void *arg)
 	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
+	if (fs->ro)
+		tick = fs->follow_ms;
 
 	pthread_mutex_lock(&fs->bg_mu);
 	while (!atomic_load(&fs->stop)) {
@@ -216,6 +222,11 @@ static void *bg_main(void *arg)
 		if (atomic_load(&fs->stop))
 			break;
 		pthread_mutex_unlock(&fs->bg_mu);
+		if (fs->ro) {
+			follow_step(fs);
+			pthread_mutex_lock(&fs->bg_mu);
+			continue;
+		}
 
 		uint64_t now = rp_now_ms();
 		if (now - fs->lease.last_renew_ms >= fs->lease.period_ms) {
@@ -245,6 +256,7 @@ static void *bg_main(void *arg)
 			 * not on every tick */
 			if (now >= fs->ckpt_retry_ms && checkpoint_worthwhile(fs) && checkpoint(fs) < 0)
 				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
+			held_release(fs); /* readers that moved on since the last flush */
 		}
 		pthread_mutex_unlock(&fs->mu);
 		pthread_mutex_lock(&fs->bg_mu);
@@ -253,13 +265,106 @@ static void *bg_main(void *arg)
 	return NULL;
 }
 
+/* Read-write: take the lease, replay, and continue in a new epoch (a
+ * checkpoint leaves whatever a crash left past the end of the old log
+ * behind for good); free inodes unlinked while open at the last stop. */
+static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *err, size_t errlen)
+{
+	struct rp_extvec segs = { 0 };
+	char holder[64];
+	int rc;
+
+	if (!o->holder)
+		default_holder(holder, sizeof(holder));
+	rc = lease_acquire(fs->ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
+			   o->holder ? o->holder : holder, &fs->lease, err, errlen);
+	if (rc < 0) {
+		if (rc != -EBUSY)
+			snprintf(err, errlen, "taking the volume's lease: %s", strerror(-rc));
+		return rc;
+	}
+	/* the record may have changed while we waited for a stale lease */
+	if ((rc = vol_read(fs->ps, fs->slot, &fs->vol)) < 0) {
+		snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
+		goto fail_lease;
+	}
+	if ((rc = state_load(fs, &segs, err, errlen)) < 0)
+		goto fail_lease;
+	fs->log.segs = segs;
+	segs = (struct rp_extvec){ 0 };
+	fs->log.epoch = fs->vol.epoch;
+	atomic_store(&fs->log_segments, fs->log.segs.n);
+	space_refresh(fs);
+	pthread_mutex_lock(&fs->mu);
+	rc = checkpoint(fs);
+	if (rc == 0) {
+		size_t orphans = 0;
+		for (size_t b = 0; b < fs->it.nb; b++) {
+			struct rp_inode *in = fs->it.b[b], *next;
+			for (; in; in = next) {
+				next = in->hnext;
+				if (in->nlink == 0 && in->ino != RP_ROOT_INO) {
+					fs_maybe_purge(fs, in);
+					orphans++;
+				}
+			}
+		}
+		if (orphans)
+			rp_info("volume \"%s\": freed %zu orphaned inodes", fs->vol.name, orphans);
+		rc = log_flush(fs, &fs->log);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	if (rc < 0) {
+		snprintf(err, errlen, "volume \"%s\": starting a new log: %s", fs->vol.name,
+			 strerror(-rc));
+		goto fail_log;
+	}
+	return 0;
+fail_log:
+	if (fs->log.scratch)
+		log_discard(fs, &fs->log, false);
+	else
+		extvec_free(&fs->log.segs);
+fail_lease:
+	extvec_free(&segs);
+	lease_release(fs->ps, &fs->lease);
+	return rc;
+}
+
+/* Read-only: a reader slot first (the writer holds frees from then on),
+ * then the volume as its log says now; the follower keeps up from there. */
+static int start_reader(struct rp_fs *fs, const struct rp_mount_opts *o, char *err, size_t errlen)
+{
+	struct rp_extvec segs = { 0 };
+	int rc = reader_register(fs->ps, fs->slot, &fs->reader);
+	if (rc < 0) {
+		if (rc == -EUSERS)
+			snprintf(err, errlen, "volume \"%s\" has %d read-only mounts already",
+				 fs->vol.name, READER_SLOTS);
+		else
+			snprintf(err, errlen, "volume \"%s\": taking a reader slot: %s", fs->vol.name,
+				 strerror(-rc));
+		return rc;
+	}
+	fs->follow_ms = o->follow_ms ? o->follow_ms : RP_DEFAULT_FOLLOW_MS;
+	if ((rc = vol_read(fs->ps, fs->slot, &fs->vol)) < 0) {
+		snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
+	} else if ((rc = state_load(fs, &segs, err, errlen)) == 0 &&
+		   (rc = reader_set_pos(fs->ps, &fs->reader, fs->tail.epoch, fs->tail.seq)) < 0) {
+		snprintf(err, errlen, "volume \"%s\": publishing the reader position: %s",
+			 fs->vol.name, strerror(-rc));
+	}
+	extvec_free(&segs);
+	if (rc < 0)
+		reader_release(fs->ps, &fs->reader);
+	return rc;
+}
+
 int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_fs **out,
 		char *err, size_t errlen)
 {
 	const char *name = o->volume ? o->volume : RP_DEFAULT_VOLUME;
 	struct rp_fs *fs;
-	struct rp_extvec segs = { 0 };
-	char holder[64];
 	int rc;
 
 	*out = NULL;
@@ -283,76 +388,24 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		goto fail;
 	}
 	fs->stripe_blocks = fs->vol.stripe_blocks ? fs->vol.stripe_blocks : 64;
-	if (!fs->ro) {
-		if (!o->holder)
-			default_holder(holder, sizeof(holder));
-		rc = lease_acquire(ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
-				   o->holder ? o->holder : holder, &fs->lease, err, errlen);
-		if (rc < 0) {
-			if (rc != -EBUSY)
-				snprintf(err, errlen, "taking the volume's lease: %s", strerror(-rc));
-			goto fail;
-		}
-		/* the record may have changed while we waited for a stale lease */
-		if ((rc = vol_find(ps, name, &fs->slot, &fs->vol)) < 0) {
-			snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
-			goto fail_lease;
-		}
+	if ((rc = fs->ro ? start_reader(fs, o, err, errlen) : start_writer(fs, o, err, errlen)) < 0)
+		goto fail;
+	if (pthread_create(&fs->bg, NULL, bg_main, fs) != 0) {
+		rc = -EAGAIN;
+		snprintf(err, errlen, "cannot start the background thread");
+		goto fail_started;
 	}
-	if ((rc = state_load(fs, &segs, err, errlen)) < 0)
-		goto fail_lease;
-	if (!fs->ro) {
-		/* Continue in a new epoch: a checkpoint leaves whatever a crash left
-		 * past the end of the old log behind for good. */
-		fs->log.segs = segs;
-		segs = (struct rp_extvec){ 0 };
-		fs->log.epoch = fs->vol.epoch;
-		atomic_store(&fs->log_segments, fs->log.segs.n);
-		space_refresh(fs);
-		pthread_mutex_lock(&fs->mu);
-		rc = checkpoint(fs);
-		if (rc == 0) {
-			/* files unlinked while open when the last mounter stopped */
-			size_t orphans = 0;
-			for (size_t b = 0; b < fs->it.nb; b++) {
-				struct rp_inode *in = fs->it.b[b], *next;
-				for (; in; in = next) {
-					next = in->hnext;
-					if (in->nlink == 0 && in->ino != RP_ROOT_INO) {
-						fs_maybe_purge(fs, in);
-						orphans++;
-					}
-				}
-			}
-			if (orphans)
-				rp_info("volume \"%s\": freed %zu orphaned inodes", name, orphans);
-			rc = log_flush(fs, &fs->log);
-		}
-		pthread_mutex_unlock(&fs->mu);
-		if (rc < 0) {
-			snprintf(err, errlen, "volume \"%s\": starting a new log: %s", name, strerror(-rc));
-			goto fail_lease;
-		}
-		if (pthread_create(&fs->bg, NULL, bg_main, fs) != 0) {
-			rc = -EAGAIN;
-			snprintf(err, errlen, "cannot start the background thread");
-			goto fail_lease;
-		}
-		fs->bg_running = true;
-	}
-	extvec_free(&segs);
+	fs->bg_running = true;
 	*out = fs;
 	return 0;
-fail_lease:
-	if (!fs->ro) {
-		if (fs->log.scratch)
-			log_discard(fs, &fs->log, false);
-		else
-			extvec_free(&fs->log.segs);
+fail_started:
+	if (fs->ro) {
+		reader_release(ps, &fs->reader);
+	} else {
+		log_discard(fs, &fs->log, false);
 		lease_release(ps, &fs->lease);
 	}
 fail:
-	extvec_free(&segs);
 	fs_delete(fs);
 	return rc;
 }
@@ -387,9 +440,14 @@ int rp_fs_unmount(struct rp_fs *fs)
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)
 			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
+		/* read-only mounts follow within their interval: give them time
+		 * to move past the last frees */
+		held_drain(fs, HELD_DRAIN_MS);
 		pthread_mutex_unlock(&fs->mu);
 	}
 	bg_stop(fs);
+	if (fs->ro)
+		reader_release(fs->ps, &fs->reader);
 	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
 		log_discard(fs, &fs->log, false);

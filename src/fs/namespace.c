@@ -90,13 +90,15 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 		if (frc < 0 && rc == 0)
 			rc = frc;
 	}
-	if (checkpoint_in_reserve(fs)) {
+	if (checkpoint_in_reserve(fs) && rp_now_ms() >= fs->ckpt_retry_ms) {
 		/* records that need no space still grow the log: inside the
 		 * reserve, compact it before it eats the room a checkpoint needs */
 		int crc = checkpoint(fs);
-		if (crc < 0)
+		if (crc < 0) {
 			rp_warn("volume \"%s\": checkpoint on a full volume: %s", fs->vol.name,
 				strerror(-crc));
+			fs->ckpt_retry_ms = rp_now_ms() + 1000;
+		}
 	} else if (checkpoint_due(fs)) {
 		pthread_mutex_lock(&fs->bg_mu);
 		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */

@@ -183,7 +183,7 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 {
 	uint64_t records;
 	fs->next_ino = RP_ROOT_INO + 1;
-	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records);
+	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records, &fs->tail);
 	if (rc < 0) {
 		snprintf(err, errlen, "volume \"%s\": replaying the metadata log: %s", fs->vol.name,
 			 strerror(-rc));

@@ -5,6 +5,7 @@
  *   8   lease word (0 free, else holder id << 32 | heartbeat counter)
  *   16  holder description (host:pid), for messages
  *   64  volume record copy A, 288 copy B
+ *   440 four reader slots of 16 bytes (read-only mounts, see below)
  * A record is rewritten into the copy it did not come from, with a higher
  * sequence number and a checksum, so a torn update leaves the other copy. */
 #include "config.h"
@@ -32,6 +33,7 @@
 #define HOLDER_LEN 48
 #define OFF_COPY(i) (64 + (i) * 224)
 #define COPY_LEN 148
+#define OFF_READERS 440 /* to 504: the last slot's last word is the bench word */
 
 static uint64_t slot_off(int slot, unsigned field)
 {
@@ -339,4 +341,116 @@ int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holde
 		return 0;
 	read_holder(ps, slot, holder, len);
 	return watch(ps, slot, v, period_ms);
+}
+
+int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
+{
+	uint8_t b[SLOT_SIZE];
+	int rc = rp_pool_read(ps, VOL_POOL, slot_off(slot, 0), b, sizeof(b));
+	if (rc < 0)
+		return rc;
+	if (rp_get_le64(b + OFF_STATE) != VOL_USED)
+		return -ENOENT;
+	return slot_record(b, rec);
+}
+
+/* ---- read-only mounts: reader slots ----
+ * Each volume slot has READER_SLOTS pairs of words at OFF_READERS: a
+ * heartbeat (reader id << 32 | counter, 0 when free) and the reader's
+ * position, the first log record it has not applied (epoch << 40 | seq).
+ * The writer frees a block only once every live reader is past the record
+ * that released it; a reader whose heartbeat stays put for the expiry time
+ * is dead, and the writer clears its slot (the reader, if it wakes up,
+ * finds its heartbeat gone and loads the volume afresh). */
+
+static uint64_t reader_off(int slot, int r, int word)
+{
+	return slot_off(slot, OFF_READERS + (unsigned)r * 16 + (unsigned)word * 8);
+}
+
+int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
+{
+	uint32_t id = 0;
+	while (id == 0)
+		rp_random_bytes(&id, sizeof(id));
+	for (int r = 0; r < READER_SLOTS; r++) {
+		uint64_t old, hb = ((uint64_t)id << 32) | 1, zero = 0;
+		/* position 0 before the heartbeat shows: from then on the writer
+		 * holds every free until we have loaded and said where we are (a
+		 * lost race for the slot only makes its owner look behind) */
+		int rc = rp_pool_faa(ps, VOL_POOL, reader_off(slot, r, 0), 0, &old);
+		if (rc < 0)
+			return rc;
+		if (old != 0)
+			continue;
+		if ((rc = rp_pool_write(ps, VOL_POOL, reader_off(slot, r, 1), &zero, 8)) < 0 ||
+		    (rc = rp_pool_cas(ps, VOL_POOL, reader_off(slot, r, 0), 0, hb, &old)) < 0)
+			return rc;
+		if (old != 0)
+			continue;
+		rd->slot = slot;
+		rd->index = r;
+		rd->hb = hb;
+		rd->last_renew_ms = rp_now_ms();
+		return 0;
+	}
+	return -EUSERS;
+}
+
+int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
+{
+	uint64_t ctr = rd->hb & 0xffffffffu;
+	uint64_t next = (rd->hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1), old;
+	int rc = rp_pool_cas(ps, VOL_POOL, reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
+	if (rc < 0)
+		return rc;
+	if (old != rd->hb)
+		return -ESTALE; /* expired by the writer */
+	rd->hb = next;
+	rd->last_renew_ms = rp_now_ms();
+	return 0;
+}
+
+int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t epoch, uint64_t seq)
+{
+	uint64_t pos = reader_pos(epoch, seq);
+	return rp_pool_write(ps, VOL_POOL, reader_off(rd->slot, rd->index, 1), &pos, 8);
+}
+
+void reader_release(struct rp_poolset *ps, struct rp_reader *rd)
+{
+	uint64_t old;
+	if (rd->hb)
+		rp_pool_cas(ps, VOL_POOL, reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
+	rd->hb = 0;
+}
+
+int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uint32_t period_ms,
+		 uint64_t *min_pos)
+{
+	uint64_t words[READER_SLOTS * 2], now = rp_now_ms();
+	int rc = rp_pool_read(ps, VOL_POOL, reader_off(slot, 0, 0), words, sizeof(words));
+	if (rc < 0)
+		return rc;
+	*min_pos = UINT64_MAX;
+	for (int r = 0; r < READER_SLOTS; r++) {
+		uint64_t hb = words[2 * r], pos = words[2 * r + 1];
+		if (hb != w->hb[r]) {
+			w->hb[r] = hb;
+			w->changed_ms[r] = now;
+		}
+		if (hb == 0)
+			continue;
+		if (now - w->changed_ms[r] >= (uint64_t)period_ms * LEASE_EXPIRY_PERIODS) {
+			/* dead: clear it (a reader that wakes up reloads) */
+			uint64_t old;
+			rp_warn("read-only mount in reader slot %d stopped answering; no longer "
+				"waiting for it", r);
+			rp_pool_cas(ps, VOL_POOL, reader_off(slot, r, 0), hb, 0, &old);
+			continue;
+		}
+		if (pos < *min_pos)
+			*min_pos = pos;
+	}
+	return 0;
 }

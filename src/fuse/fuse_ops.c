@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ATTR_TIMEOUT 1.0
+/* How long the kernel may cache attributes and names (seconds). */
+double rp_fuse_attr_timeout = 1.0;
 
 static struct rp_fs *FS(fuse_req_t req)
 {
@@ -28,8 +29,8 @@ static void reply_entry(fuse_req_t req, int rc, const struct rp_attr *a)
 	memset(&e, 0, sizeof(e));
 	e.ino = a->ino;
 	e.generation = a->generation;
-	e.attr_timeout = ATTR_TIMEOUT;
-	e.entry_timeout = ATTR_TIMEOUT;
+	e.attr_timeout = rp_fuse_attr_timeout;
+	e.entry_timeout = rp_fuse_attr_timeout;
 	rp_attr_to_stat(a, &e.attr);
 	fuse_reply_entry(req, &e);
 }
@@ -42,7 +43,7 @@ static void reply_attr(fuse_req_t req, int rc, const struct rp_attr *a)
 	}
 	struct stat st;
 	rp_attr_to_stat(a, &st);
-	fuse_reply_attr(req, &st, ATTR_TIMEOUT);
+	fuse_reply_attr(req, &st, rp_fuse_attr_timeout);
 }
 
 static struct rp_cred cred(fuse_req_t req)
@@ -214,7 +215,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	memset(&e, 0, sizeof(e));
 	e.ino = a.ino;
 	e.generation = a.generation;
-	e.attr_timeout = e.entry_timeout = ATTR_TIMEOUT;
+	e.attr_timeout = e.entry_timeout = rp_fuse_attr_timeout;
 	rp_attr_to_stat(&a, &e.attr);
 	fuse_reply_create(req, &e, fi);
 }

@@ -21,7 +21,7 @@
 
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
-	unsigned commit;
+	unsigned commit, follow;
 	int foreground, single, ro, help, version, remount;
 };
 
@@ -33,6 +33,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("loglevel=%s", loglevel),
 	OPT("log=%s", logfile),
 	OPT("commit=%u", commit),
+	OPT("follow=%u", follow),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
@@ -110,7 +111,10 @@ static void usage(void)
 	       "  -s                 single-threaded\n"
 	       "  -d, -o debug       FUSE debug output (implies -f)\n"
 	       "  -o volume=NAME     volume to mount (default \"" RP_DEFAULT_VOLUME "\")\n"
-	       "  -o ro              read-only: no lease, sees the volume as of mount time\n"
+	       "  -o ro              read-only: no lease; follows the writer's changes\n"
+	       "  -o follow=MS       read-only: look for the writer's changes this often\n"
+	       "                     (default 500: changes show within 1 s)\n"
+	       "  -o remount         with ro or rw: change a mounted volume's read-only flag\n"
 	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
 	       "  -o loglevel=LEVEL  error, warn, info (default) or debug\n"
 	       "  -o log=PATH        append log lines here instead of syslog when detached\n"
@@ -236,7 +240,13 @@ int main(int argc, char **argv)
 		report(0, err);
 		goto out;
 	}
-	struct rp_mount_opts mo = { .volume = volume, .readonly = o.ro, .commit_ms = o.commit };
+	struct rp_mount_opts mo = { .volume = volume, .readonly = o.ro, .commit_ms = o.commit,
+				    .follow_ms = o.follow };
+	if (o.ro) {
+		/* changes show within the follow interval plus the kernel's cache time */
+		unsigned ms = o.follow ? o.follow : RP_DEFAULT_FOLLOW_MS;
+		rp_fuse_attr_timeout = ms < 1000 ? ms / 1000.0 : 1.0;
+	}
 	if (rp_fs_mount(ps, &mo, &fs, err, sizeof(err)) < 0) {
 		report(0, err);
 		goto out;

@@ -9,6 +9,8 @@ export RP_TEST_TRANSPORT=rdma RP_TEST_HOST=10.0.0.2
 export FSTESTS_TRANSPORT=rdma FSTESTS_HOST=10.0.0.2
 export TEST_TIMEOUT=${TEST_TIMEOUT:-180} TMPDIR=${TMPDIR:-/run/rp-tmp} POOL_SIZE=${POOL_SIZE:-128M}
 export RESULTS=$TMPDIR/fstests-results CRASH_ITERATIONS=${CRASH_ITERATIONS:-2}
+# the full-volume test on smaller pools: under emulation every byte is slow
+export FULL_POOL_SIZE=${FULL_POOL_SIZE:-48M} FULL_TREE_DIRS=${FULL_TREE_DIRS:-4}
 mkdir -p "$RESULTS"
 which=${1:-all}
 n=0
@@ -57,7 +59,7 @@ if [ "$which" = all ] || [ "$which" = transport ]; then
 	done
 fi
 if [ "$which" = all ] || [ "$which" = fs ]; then
-	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030}
+	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030 035 037 041}
 fi
 echo "1..$n"
 [ $failed = 0 ]

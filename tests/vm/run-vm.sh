@@ -7,7 +7,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${top_builddir:=$(cd "$here/../.." && pwd)}"
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
-VM_TIMEOUT=${VM_TIMEOUT:-900}
+VM_TIMEOUT=${VM_TIMEOUT:-1800}
 VM_MEM=${VM_MEM:-3072}
 
 bail() { echo "Bail out! $*"; exit 1; }

@@ -15,6 +15,11 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2> /dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
+# what udev would make: bash process substitution needs /dev/fd
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 # Writable tmpfs where tools expect it, except over the trees being tested
 # (a CI clone may well live under /tmp).
 covers() { case "$rp_srcdir/" in "$1"/*) return 0 ;; esac; case "$rp_builddir/" in "$1"/*) return 0 ;; esac; return 1; }

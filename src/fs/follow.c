@@ -1,0 +1,134 @@
+/* Read-only mounts follow the writer. Every follow interval the follower
+ * renews its reader slot's heartbeat, applies the transactions the writer
+ * has made durable since the last look, and publishes how far it got, so
+ * the writer knows which freed blocks it may reuse (held.c). When the
+ * writer checkpoints (a new epoch), the follower loads the new log whole.
+ * Records are applied a transaction at a time under fs->apply (exclusive)
+ * and fs->mu, so a data read never runs with a block map that changes
+ * under it. A follower that could not renew for a while stops serving
+ * data (EIO) before the writer can give its blocks away; one the writer
+ * expired loads everything afresh. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct follow_ctx {
+	struct rp_fs *fs;
+	bool locked;
+	int err;
+};
+
+/* The log callback: lock at a transaction's first record, unlock after its
+ * last (log_tail_read hands over complete transactions only). */
+static int follow_apply(void *arg, const struct rp_rec *r)
+{
+	struct follow_ctx *c = arg;
+	if (!c->locked) {
+		pthread_rwlock_wrlock(&c->fs->apply);
+		pthread_mutex_lock(&c->fs->mu);
+		c->locked = true;
+	}
+	int rc = state_apply(c->fs, r, NULL);
+	if (rc < 0 && !c->err) {
+		rp_err("volume \"%s\": following the log: record %llu (type %u) does not apply: %s",
+		       c->fs->vol.name, (unsigned long long)r->seq, r->type, strerror(-rc));
+		c->err = rc;
+	}
+	if (r->flags & REC_F_END) {
+		pthread_mutex_unlock(&c->fs->mu);
+		pthread_rwlock_unlock(&c->fs->apply);
+		c->locked = false;
+	}
+	return 0; /* one bad record does not stop the others */
+}
+
+/* Load the volume whole (after a checkpoint, or after being expired) into
+ * a fresh namespace, then swap it in. */
+static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
+{
+	struct rp_fs *tmp = calloc(1, sizeof(*tmp));
+	char err[256];
+	if (!tmp)
+		return -ENOMEM;
+	tmp->ps = fs->ps;
+	tmp->vol = *v;
+	tmp->ro = true;
+	struct rp_extvec segs = { 0 };
+	int rc = state_load(tmp, &segs, err, sizeof(err));
+	extvec_free(&segs);
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&fs->apply);
+		pthread_mutex_lock(&fs->mu);
+		struct rp_itable it = fs->it;
+		fs->it = tmp->it;
+		tmp->it = it;
+		fs->next_ino = tmp->next_ino;
+		fs->vol = *v;
+		fs->tail = tmp->tail;
+		pthread_mutex_unlock(&fs->mu);
+		pthread_rwlock_unlock(&fs->apply);
+	} else {
+		rp_warn("%s", err);
+	}
+	state_free(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* Heartbeat; after an expiry, a new slot and a whole load. */
+static int follow_renew(struct rp_fs *fs, bool *reload)
+{
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	if (rp_now_ms() - fs->reader.last_renew_ms < period / 2)
+		return 0;
+	int rc = reader_renew(fs->ps, &fs->reader);
+	if (rc != -ESTALE)
+		return rc;
+	rp_warn("volume \"%s\": the writer gave up waiting for this read-only mount; "
+		"loading the volume again", fs->vol.name);
+	atomic_store(&fs->reader_stale, true);
+	fs->reader.hb = 0;
+	if ((rc = reader_register(fs->ps, fs->slot, &fs->reader)) < 0)
+		return rc;
+	*reload = true;
+	return 0;
+}
+
+void follow_step(struct rp_fs *fs)
+{
+	bool reload = atomic_load(&fs->reader_stale);
+	if (follow_renew(fs, &reload) < 0)
+		return; /* unreachable: reads stop by themselves (follow_fresh) */
+	struct rp_volrec v;
+	if (vol_read(fs->ps, fs->slot, &v) < 0)
+		return;
+	int rc = 0;
+	if (reload || v.epoch != fs->tail.epoch) {
+		rc = follow_reload(fs, &v);
+	} else {
+		struct follow_ctx c = { .fs = fs };
+		uint64_t n;
+		rc = log_tail_read(fs->ps, &fs->tail, follow_apply, &c, NULL, &n);
+		if (c.locked) {
+			pthread_mutex_unlock(&fs->mu);
+			pthread_rwlock_unlock(&fs->apply);
+		}
+	}
+	if (rc == 0 && reader_set_pos(fs->ps, &fs->reader, fs->tail.epoch, fs->tail.seq) == 0)
+		atomic_store(&fs->reader_stale, false);
+}
+
+bool follow_fresh(struct rp_fs *fs)
+{
+	/* two periods without a heartbeat: three are left before the writer
+	 * may expire us, for reads already under way to finish */
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	return !atomic_load(&fs->reader_stale) &&
+	       rp_now_ms() - fs->reader.last_renew_ms < 2ull * period;
+}
