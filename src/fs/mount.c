@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CKPT_RETRY_MS 10000
@@ -333,10 +334,30 @@ fail_lease:
 
 /* Read-only: a reader slot first (the writer holds frees from then on),
  * then the volume as its log says now; the follower keeps up from there. */
+/* A reader slot; when all are taken, watch them for the expiry time: slots
+ * of readers that died without a writer to expire them are taken over. */
+static int take_reader_slot(struct rp_fs *fs)
+{
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	uint64_t deadline = rp_now_ms() + (uint64_t)period * (LEASE_EXPIRY_PERIODS + 1);
+	struct rp_reader_watch w;
+	memset(&w, 0, sizeof(w));
+	for (;;) {
+		int rc = reader_register(fs->ps, fs->slot, &fs->reader);
+		uint64_t min;
+		if (rc != -EUSERS || rp_now_ms() >= deadline)
+			return rc;
+		if ((rc = readers_scan(fs->ps, fs->slot, &w, period, &min)) < 0)
+			return rc;
+		struct timespec ts = { 0, (long)period * 250000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static int start_reader(struct rp_fs *fs, const struct rp_mount_opts *o, char *err, size_t errlen)
 {
 	struct rp_extvec segs = { 0 };
-	int rc = reader_register(fs->ps, fs->slot, &fs->reader);
+	int rc = take_reader_slot(fs);
 	if (rc < 0) {
 		if (rc == -EUSERS)
 			snprintf(err, errlen, "volume \"%s\" has %d read-only mounts already",
