@@ -512,9 +512,14 @@ int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size)
 {
 	const uint64_t B = fs->block_size;
 	uint64_t s = in->size;
-	if (new_size <= s || s % B == 0)
+	if (new_size <= s || s % B == 0 || !in->tail_stale)
 		return 0;
-	return zero_mapped(fs, in, s, RP_MIN(new_size, (s / B + 1) * B));
+	/* to the end of the block, so that nothing stale is left past the
+	 * end whatever the new size */
+	int rc = zero_mapped(fs, in, s, (s / B + 1) * B);
+	if (rc == 0)
+		in->tail_stale = false;
+	return rc;
 }
 
 int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
@@ -533,6 +538,7 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 		 * record is durable); the cut part of the last block stays as it
 		 * is until the file grows again (data_zero_tail) */
 		uint64_t keep = (size + B - 1) / B;
+		in->tail_stale = true;
 		memset(&recs[n], 0, sizeof(recs[n]));
 		recs[n].type = REC_EXT_CLEAR;
 		recs[n].ino = in->ino;

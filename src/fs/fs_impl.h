@@ -85,6 +85,8 @@ struct rp_inode {
 	struct rp_emap map;      /* regular files */
 	struct rp_xattr *xattrs;
 	size_t nxattrs;
+	bool tail_stale;         /* the last block may hold stale bytes past the end
+				  * (data_zero_tail) */
 	uint64_t nlookup;        /* kernel references */
 	uint32_t nopen;
 	pthread_rwlock_t io;     /* data I/O against truncation */

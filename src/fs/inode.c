@@ -68,6 +68,7 @@ struct rp_inode *inode_new(uint64_t ino, uint32_t mode)
 		return NULL;
 	in->ino = ino;
 	in->mode = mode;
+	in->tail_stale = true; /* not known after a replay: zeroed before the file grows */
 	if (S_ISDIR(mode)) {
 		in->dir = dir_new();
 		if (!in->dir) {
