@@ -20,18 +20,33 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Claim a 4 MiB scratch area in the pool through the allocator, so nothing
- * else is using what bench writes. */
+/* Claim a scratch area of n runs of 64 blocks (256 KiB at 4 KiB blocks, all
+ * that one run of the bandwidth loop writes) through the allocator, so
+ * nothing else is using what bench writes. The allocator may grant shorter
+ * runs: those are held until the end (so they are not granted again), then
+ * given back, and never written. */
 static int scratch(struct rp_poolset *ps, uint32_t pool, struct rp_extent *ext, size_t n, size_t *got)
 {
+	struct rp_extent shorts[64];
+	size_t nshort = 0;
+	int rc = 0;
 	*got = 0;
-	for (size_t i = 0; i < n; i++) {
-		int rc = rp_pool_alloc(ps, pool, 64, &ext[i]);
-		if (rc < 0)
-			return rc;
-		(*got)++;
+	while (*got < n && rc == 0) {
+		struct rp_extent e;
+		if ((rc = rp_pool_alloc(ps, pool, 64, &e)) < 0)
+			break;
+		if (e.count == 64)
+			ext[(*got)++] = e;
+		else if (nshort < sizeof(shorts) / sizeof(shorts[0]))
+			shorts[nshort++] = e;
+		else {
+			rp_pool_free(ps, &e);
+			rc = -ENOSPC; /* too fragmented to find whole runs */
+		}
 	}
-	return 0;
+	for (size_t i = 0; i < nshort; i++)
+		rp_pool_free(ps, &shorts[i]);
+	return rc;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -96,15 +111,17 @@ int cmd_bench(int argc, char **argv)
 		for (int w = 0; w < 2 && rc == 0; w++) {
 			struct rp_io ios[16];
 			uint64_t bytes = 0, t0 = rp_now_ns(), end = t0 + secs * 1000000000ull / 2;
+			/* four pieces per run, inside it whatever the block size */
+			uint32_t piece = (uint32_t)RP_MIN(65536ull, 64ull * sb->block_size / 4);
 			while (rc == 0 && rp_now_ns() < end) {
 				for (int i = 0; i < 16; i++) {
 					const struct rp_extent *e = &ext[i % 4];
-					ios[i] = (struct rp_io){ .pool = p, .buf = buf, .buf_off = (size_t)i * 65536,
-								 .len = 65536,
-								 .off = rp_block_offset(sb, e->block) + (uint64_t)(i / 4) * 65536 };
+					ios[i] = (struct rp_io){ .pool = p, .buf = buf, .buf_off = (size_t)i * piece,
+								 .len = piece,
+								 .off = rp_block_offset(sb, e->block) + (uint64_t)(i / 4) * piece };
 				}
 				rc = rp_poolset_rw(ps, w ? RP_OP_WRITE : RP_OP_READ, ios, 16);
-				bytes += 1u << 20;
+				bytes += 16ull * piece;
 			}
 			mbs[w] = (double)bytes / 1e6 / ((double)(rp_now_ns() - t0) / 1e9);
 		}
