@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,28 @@ static void rdma_stop(struct rp_listener *h)
 	free(l);
 }
 
+/* Register the region before listening when the bound address names the
+ * device: registering (and so faulting in) a large region can take longer
+ * than a client's connect timeout, and would hold up every connect behind
+ * the first. A wildcard address leaves it to the first connect per device. */
+static int register_early(struct rdma_listener *l)
+{
+	struct ibv_context *ctx = l->lid->verbs;
+	if (!ctx)
+		return 0;
+	uint64_t t0 = rp_now_ms();
+	if (!region_mr(l, ctx))
+		return errno ? -errno : -ENOMEM;
+	struct ibv_device_attr da;
+	int atomic_cap = ibv_query_device(ctx, &da) == 0 ? (int)da.atomic_cap : -1;
+	rp_info("registered the %llu MiB region on %s in %llu ms (atomic_cap %s)",
+		(unsigned long long)(l->p.size >> 20), ibv_get_device_name(ctx->device),
+		(unsigned long long)(rp_now_ms() - t0),
+		atomic_cap == IBV_ATOMIC_HCA ? "HCA" : atomic_cap == IBV_ATOMIC_GLOB ? "GLOB"
+		: atomic_cap == IBV_ATOMIC_NONE ? "NONE" : "unknown");
+	return 0;
+}
+
 int rp_rdma_listen(const struct rp_serve_params *p, struct rp_listener **out, char *err,
 		   size_t errlen)
 {
@@ -249,9 +272,10 @@ int rp_rdma_listen(const struct rp_serve_params *p, struct rp_listener **out, ch
 		return -EADDRNOTAVAIL;
 	}
 	l->ech = rdma_create_event_channel();
-	if (!l->ech || rdma_create_id(l->ech, &l->lid, l, RDMA_PS_TCP) ||
-	    rdma_bind_addr(l->lid, res->ai_addr) || rdma_listen(l->lid, 64)) {
-		rc = errno ? -errno : -ENODEV;
+	bool bound = l->ech && rdma_create_id(l->ech, &l->lid, l, RDMA_PS_TCP) == 0 &&
+		     rdma_bind_addr(l->lid, res->ai_addr) == 0;
+	if (!bound || (rc = register_early(l)) < 0 || rdma_listen(l->lid, 64)) {
+		rc = !bound || rc == 0 ? (errno ? -errno : -ENODEV) : rc;
 		snprintf(err, errlen, "rdma listen on %s:%u: %s", p->self->host, p->self->port,
 			 strerror(-rc));
 		freeaddrinfo(res);
