@@ -321,8 +321,8 @@ int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
 				seg = r.ext;
 				pos = 0;
 				linked = true;
-				if (segs && (rc = extvec_push(segs, &seg)) < 0)
-					break;
+				if (segs)
+					rc = extvec_push(segs, &seg);
 				break;
 			}
 			if ((rc = txn_keep(&txn, &txn_len, &txn_cap, buf + pos, (size_t)n)) < 0)

@@ -95,7 +95,8 @@ static int remount(const char *mountpoint, int ro)
 	if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
 	if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
 	if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
-	if (sync(), mount(NULL, mountpoint, NULL, flags, NULL) != 0) {
+	sync(); /* what is written so far goes out before the flag flips */
+	if (mount(NULL, mountpoint, NULL, flags, NULL) != 0) {
 		fprintf(stderr, "rdmapoolfs: remount %s %s: %s\n", mountpoint, ro ? "ro" : "rw",
 			strerror(errno));
 		return 1;
