@@ -17,7 +17,6 @@
 
 #define MAX_BUFS 32
 #define MAX_FILE_SIZE (1ull << 50)
-#define HELD_WAIT_MS 3000 /* for blocks held for read-only mounts to come back */
 
 int bufpool_get(struct rp_fs *fs, struct rp_buf **out)
 {
@@ -267,21 +266,8 @@ static int alloc_blocks(struct rp_fs *fs, uint32_t pool, uint32_t want, struct r
 {
 	uint64_t start = rp_now_ms();
 	for (unsigned attempt = 0;; attempt++) {
-		bool held = false;
-		if (attempt > 0) {
-			pthread_mutex_lock(&fs->mu);
-			bool freeing = fs->deferred.n > 0;
-			log_flush(fs, &fs->log);
-			held = fs->held.n > 0;
-			pthread_mutex_unlock(&fs->mu);
-			if (!freeing)
-				usleep(20000u * RP_MIN(attempt, 5u));
-		}
 		int rc = try_alloc(fs, pool, want, e);
-		if (rc != -ENOSPC)
-			return rc;
-		/* blocks held for read-only mounts come back once they follow */
-		if (attempt >= 3 && !(held && rp_now_ms() - start < HELD_WAIT_MS))
+		if (rc != -ENOSPC || !space_settle(fs, attempt, start))
 			return rc;
 	}
 }

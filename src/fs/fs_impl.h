@@ -394,6 +394,12 @@ bool space_available(struct rp_fs *fs, uint64_t want);
 /* For operations that grow the volume, with fs->mu held: 0 or -ENOSPC
  * (flushes and re-reads the pools before saying no). */
 int space_check_locked(struct rp_fs *fs, uint64_t want);
+/* Without fs->mu: one bounded step of waiting for deletions in flight to
+ * free their blocks; false when it is time to give up with ENOSPC. */
+bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms);
+/* Before an operation that grows the volume, without fs->mu: if space looks
+ * short, settle (bounded); the operation's space_check_locked decides. */
+void space_wait(struct rp_fs *fs, uint64_t want);
 
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);

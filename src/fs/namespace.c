@@ -318,6 +318,7 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 		return rc;
 	if (target && strlen(target) > RP_SYMLINK_MAX)
 		return -ENAMETOOLONG;
+	space_wait(fs, 0);
 	pthread_mutex_lock(&fs->mu);
 	if ((rc = get_dir(fs, parent, &p)))
 		goto out;
@@ -413,6 +414,7 @@ int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *n
 
 	if ((rc = fs_writable(fs)) || (rc = check_name(newname)))
 		return rc;
+	space_wait(fs, 0);
 	pthread_mutex_lock(&fs->mu);
 	if ((rc = get_dir(fs, newparent, &p)))
 		goto out;
@@ -730,6 +732,7 @@ int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void 
 		return rc;
 	if (size > RP_XATTR_VALUE_MAX)
 		return -E2BIG;
+	space_wait(fs, 0);
 	pthread_mutex_lock(&fs->mu);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in) {

@@ -13,10 +13,14 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <unistd.h>
 
 #define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
 #define SLACK_PERCENT 1
 #define REFRESH_MS 5000
+#define SETTLE_MIN_ATTEMPTS 3
+#define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
+#define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 
 int space_refresh(struct rp_fs *fs)
 {
@@ -72,4 +76,35 @@ int space_check_locked(struct rp_fs *fs, uint64_t want)
 	if (space_refresh(fs) == 0 && space_available(fs, want))
 		return 0;
 	return -ENOSPC;
+}
+
+/* One step of waiting for deletions in flight before ENOSPC: flush the log
+ * (blocks of deleted files are freed once their records are durable) and,
+ * if nothing was waiting to be freed, sleep a little, since the kernel
+ * forgets an unlinked inode only a moment after unlink returns. Call
+ * without fs->mu. Returns false when it is time to give up. */
+bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms)
+{
+	pthread_mutex_lock(&fs->mu);
+	bool freeing = fs->deferred.n > 0;
+	log_flush(fs, &fs->log);
+	bool held = fs->held.n > 0;
+	pthread_mutex_unlock(&fs->mu);
+	uint64_t waited = rp_now_ms() - start_ms;
+	if (attempt >= SETTLE_MIN_ATTEMPTS && waited >= SETTLE_MIN_MS &&
+	    !(held && waited < SETTLE_HELD_MS))
+		return false;
+	if (!freeing)
+		usleep(20000u * RP_MIN(attempt + 1, 5u));
+	return true;
+}
+
+void space_wait(struct rp_fs *fs, uint64_t want)
+{
+	uint64_t start = rp_now_ms();
+	for (unsigned attempt = 0; !space_available(fs, want); attempt++) {
+		if (!space_settle(fs, attempt, start))
+			return;
+		space_refresh(fs);
+	}
 }
