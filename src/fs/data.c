@@ -61,7 +61,9 @@ int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
 			off += chunk;
 			len -= chunk;
 		}
-		int rc = rp_poolset_rw(fs->ps, RP_OP_WRITE, ios, n);
+		int rc = lease_guard(fs);
+		if (rc == 0)
+			rc = rp_poolset_rw(fs->ps, RP_OP_WRITE, ios, n);
 		if (rc < 0)
 			return rc;
 	}
@@ -121,6 +123,12 @@ static int map_err(int rc)
 
 /* Move one request's pieces between the pools and buf; pieces cover
  * [off, off+len) with len <= the buffer size. */
+static int post(struct rp_fs *fs, enum rp_opcode opc, struct rp_io *ios, size_t n)
+{
+	int rc = opc == RP_OP_WRITE ? lease_guard(fs) : 0;
+	return rc < 0 ? rc : rp_poolset_rw(fs->ps, opc, ios, n);
+}
+
 static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size_t n, uint64_t off,
 		    struct rp_buf *b)
 {
@@ -136,12 +144,12 @@ static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size
 		ios[k++] = (struct rp_io){ .pool = (uint32_t)ps[i].pool, .off = ps[i].poff, .buf = b,
 					   .buf_off = ps[i].fpos - off, .len = ps[i].len };
 		if (k == 64) {
-			rc = rp_poolset_rw(fs->ps, opc, ios, k);
+			rc = post(fs, opc, ios, k);
 			k = 0;
 		}
 	}
 	if (rc == 0 && k)
-		rc = rp_poolset_rw(fs->ps, opc, ios, k);
+		rc = post(fs, opc, ios, k);
 	return rc;
 }
 

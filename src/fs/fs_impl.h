@@ -170,8 +170,9 @@ int vol_each(struct rp_poolset *ps, int (*fn)(void *, int, const struct rp_volre
 struct rp_lease {
 	int slot;
 	uint64_t word;           /* our current lease word */
+	uint64_t epoch;          /* our writer epoch: the fence word while we hold it */
 	uint32_t period_ms;
-	uint64_t last_renew_ms;
+	uint64_t last_renew_ms;  /* when the last renewal that landed was sent */
 };
 /* Take the volume's lease; a live holder gives -EBUSY with its name in err,
  * a holder silent for the expiry time is taken over. */
@@ -215,6 +216,17 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 /* Mark the lease as being released by a clean unmount: a mounter waits for
  * it instead of refusing. Renewals keep the mark. */
 int lease_mark_releasing(struct rp_poolset *ps, struct rp_lease *l);
+/* lease.c: the renewal thread and the guards in front of every write */
+int lease_start(struct rp_fs *fs);
+void lease_stop(struct rp_fs *fs);
+/* Before a write into the pools: 0, or -EIO when the lease is lost or
+ * cannot be renewed within a period. */
+int lease_guard(struct rp_fs *fs);
+/* lease_guard plus the fence word, before a log write: -EIO once fenced. */
+int lease_fence(struct rp_fs *fs);
+/* 0 while the fence word still holds our epoch, -ESTALE once another
+ * mounter has taken the volume over. */
+int lease_fence_check(struct rp_poolset *ps, const struct rp_lease *l);
 #define LEASE_EXPIRY_PERIODS 5
 /* The lease word: holder id (high 32 bits), a releasing mark, a counter. */
 #define LEASE_RELEASING (1ull << 31)
@@ -286,7 +298,11 @@ struct rp_fs {
 	int slot;
 	struct rp_volrec vol;
 	struct rp_lease lease;
-	pthread_mutex_t lease_mu; /* renewal against marking the release */
+	pthread_mutex_t lease_mu; /* the lease word, the fields below, lease_cv */
+	pthread_cond_t lease_cv;  /* CLOCK_MONOTONIC: renewals, kicks, stop */
+	pthread_t lease_thread;
+	bool lease_running, lease_stop, lease_kick;
+	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_now_ms) */
 	atomic_bool lease_lost;
 	uint32_t block_size, stripe_blocks, commit_ms;
 	pthread_mutex_t mu;      /* namespace, inode table, log */

@@ -190,6 +190,10 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 	int rc = 0;
 	if (w->npend) {
 		struct rp_buf *b;
+		/* a writer that was taken over must not write into a log the
+		 * new holder may have freed and reused */
+		if ((rc = lease_fence(fs)) < 0)
+			return rc;
 		if ((rc = bufpool_get(fs, &b)) < 0)
 			return rc;
 		size_t i = 0;

@@ -37,6 +37,11 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_mutex_init(&fs->mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
 	pthread_mutex_init(&fs->lease_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->lease_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&fs->apply, NULL);
 	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
@@ -68,6 +73,7 @@ void fs_delete(struct rp_fs *fs)
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->bg_mu);
 	pthread_mutex_destroy(&fs->lease_mu);
+	pthread_cond_destroy(&fs->lease_cv);
 	pthread_rwlock_destroy(&fs->apply);
 	free(fs->held.v);
 	pthread_cond_destroy(&fs->bg_cv);
@@ -230,22 +236,6 @@ static void *bg_main(void *arg)
 		}
 
 		uint64_t now = rp_now_ms();
-		if (now - fs->lease.last_renew_ms >= fs->lease.period_ms) {
-			pthread_mutex_lock(&fs->lease_mu);
-			int rc = lease_renew(fs->ps, &fs->lease);
-			pthread_mutex_unlock(&fs->lease_mu);
-			if (rc == -ESTALE) {
-				rp_err("volume \"%s\": the lease was taken over by another mounter; "
-				       "refusing all further changes", fs->vol.name);
-				atomic_store(&fs->lease_lost, true);
-			} else if (rc < 0 && rp_now_ms() - fs->lease.last_renew_ms >
-				   (uint64_t)fs->lease.period_ms * (LEASE_EXPIRY_PERIODS - 1)) {
-				/* Others may take the volume over soon: stop writing first. */
-				if (!atomic_exchange(&fs->lease_lost, true))
-					rp_err("volume \"%s\": cannot renew the lease (%s); refusing "
-					       "further changes", fs->vol.name, strerror(-rc));
-			}
-		}
 		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {
@@ -283,6 +273,11 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 		if (rc != -EBUSY)
 			snprintf(err, errlen, "taking the volume's lease: %s", strerror(-rc));
 		return rc;
+	}
+	/* renewing from now on: replay and the first checkpoint may be long */
+	if ((rc = lease_start(fs)) < 0) {
+		snprintf(err, errlen, "cannot start the lease thread");
+		goto fail_lease;
 	}
 	/* the record may have changed while we waited for a stale lease */
 	if ((rc = vol_read(fs->ps, fs->slot, &fs->vol)) < 0) {
@@ -328,6 +323,7 @@ fail_log:
 		extvec_free(&fs->log.segs);
 fail_lease:
 	extvec_free(&segs);
+	lease_stop(fs);
 	lease_release(fs->ps, &fs->lease);
 	return rc;
 }
@@ -424,6 +420,7 @@ fail_started:
 		reader_release(ps, &fs->reader);
 	} else {
 		log_discard(fs, &fs->log, false);
+		lease_stop(fs);
 		lease_release(ps, &fs->lease);
 	}
 fail:
@@ -450,8 +447,8 @@ int rp_fs_unmount(struct rp_fs *fs)
 		return 0;
 	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
 		/* A mounter that comes now waits for us instead of refusing; the
-		 * background thread keeps renewing through the last flush, which
-		 * may be long after a large delete. */
+		 * lease thread keeps renewing through the last flush, which may be
+		 * long after a large delete. */
 		pthread_mutex_lock(&fs->lease_mu);
 		if (lease_mark_releasing(fs->ps, &fs->lease) < 0)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
@@ -467,6 +464,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 		pthread_mutex_unlock(&fs->mu);
 	}
 	bg_stop(fs);
+	lease_stop(fs);
 	if (fs->ro)
 		reader_release(fs->ps, &fs->reader);
 	if (!fs->ro) {

@@ -5,6 +5,9 @@
  *   8   lease word (0 free, else holder id << 32 | heartbeat counter)
  *   16  holder description (host:pid), for messages
  *   64  volume record copy A, 288 copy B
+ *   216 fence word: the writer epoch, one more on every lease acquisition;
+ *       a writer compares it before each log write, so one that was taken
+ *       over stops instead of writing into a log the new holder has freed
  *   440 four reader slots of 16 bytes (read-only mounts, see below)
  * A record is rewritten into the copy it did not come from, with a higher
  * sequence number and a checksum, so a torn update leaves the other copy. */
@@ -33,6 +36,7 @@
 #define HOLDER_LEN 48
 #define OFF_COPY(i) (64 + (i) * 224)
 #define COPY_LEN 148
+#define OFF_FENCE 216 /* between copy A (64..212) and copy B */
 #define OFF_READERS 440 /* to 504: the last slot's last word is the bench word */
 
 static uint64_t slot_off(int slot, unsigned field)
@@ -254,7 +258,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 		  struct rp_lease *l, char *err, size_t errlen)
 {
 	uint32_t id = 0;
-	uint64_t v, old;
+	uint64_t v, old, sent;
 	char who[HOLDER_LEN + 1];
 	int rc;
 
@@ -278,21 +282,54 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 				rp_warn("taking over the lease of %s, silent for %u ms", who,
 					period_ms * LEASE_EXPIRY_PERIODS);
 		}
+		sent = rp_now_ms();
 		if ((rc = rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
 			return rc;
 		if (old == v)
 			break;
 		v = old; /* someone else moved first: look again */
 	}
-	char h[HOLDER_LEN] = { 0 };
-	snprintf(h, sizeof(h), "%s", holder);
-	if ((rc = rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0)
-		return rc;
 	l->slot = slot;
 	l->word = mine;
 	l->period_ms = period_ms;
-	l->last_renew_ms = rp_now_ms();
+	l->last_renew_ms = sent;
+	/* a new writer epoch fences whoever held the volume before */
+	uint64_t fence;
+	char h[HOLDER_LEN] = { 0 };
+	snprintf(h, sizeof(h), "%s", holder);
+	if ((rc = rp_pool_faa(ps, VOL_POOL, slot_off(slot, OFF_FENCE), 1, &fence)) < 0 ||
+	    (rc = rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0) {
+		lease_release(ps, l);
+		return rc;
+	}
+	l->epoch = fence + 1;
 	return 0;
+}
+
+/* After a compare-and-swap of the lease word that failed in transit (it may
+ * or may not have landed): the word says which. 0 landed, -ESTALE another
+ * holder, else rc (not landed, try again). */
+static int cas_outcome(struct rp_poolset *ps, const struct rp_lease *l, uint64_t next, int rc)
+{
+	uint64_t now_v;
+	if (read_word(ps, l->slot, &now_v) < 0)
+		return rc;
+	if (now_v == next)
+		return 0;
+	return now_v == l->word ? rc : -ESTALE;
+}
+
+static int lease_swap(struct rp_poolset *ps, struct rp_lease *l, uint64_t next)
+{
+	uint64_t old;
+	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	if (rc < 0)
+		rc = cas_outcome(ps, l, next, rc);
+	else if (old != l->word)
+		rc = -ESTALE; /* someone took the volume over */
+	if (rc == 0)
+		l->word = next;
+	return rc;
 }
 
 int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
@@ -300,27 +337,27 @@ int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
 	/* the counter wraps inside its 31 bits; the releasing mark stays */
 	uint64_t ctr = l->word & LEASE_COUNTER;
 	uint64_t next = (l->word & ~LEASE_COUNTER) | (ctr == LEASE_COUNTER ? 1 : ctr + 1);
-	uint64_t old;
-	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
-	if (rc < 0)
-		return rc;
-	if (old != l->word)
-		return -ESTALE; /* someone took the volume over */
-	l->word = next;
-	l->last_renew_ms = rp_now_ms();
-	return 0;
+	/* the time before the swap is sent: the lease runs from no later */
+	uint64_t sent = rp_now_ms();
+	int rc = lease_swap(ps, l, next);
+	if (rc == 0)
+		l->last_renew_ms = sent;
+	return rc;
 }
 
 int lease_mark_releasing(struct rp_poolset *ps, struct rp_lease *l)
 {
-	uint64_t old, next = l->word | LEASE_RELEASING;
-	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	return lease_swap(ps, l, l->word | LEASE_RELEASING);
+}
+
+int lease_fence_check(struct rp_poolset *ps, const struct rp_lease *l)
+{
+	uint64_t old;
+	/* a swap of the epoch with itself: an atomic compare */
+	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_FENCE), l->epoch, l->epoch, &old);
 	if (rc < 0)
 		return rc;
-	if (old != l->word)
-		return -ESTALE;
-	l->word = next;
-	return 0;
+	return old == l->epoch ? 0 : -ESTALE;
 }
 
 void lease_release(struct rp_poolset *ps, struct rp_lease *l)

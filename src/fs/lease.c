@@ -1,0 +1,139 @@
+/* Keeping the read-write lease, and not writing without it.
+ *
+ * A thread of its own renews the lease word every half period, never
+ * behind the filesystem lock or a flush, from mount (before replay) to
+ * unmount (after the last flush). Every write into the pools first passes
+ * lease_guard: the lease must have been renewed recently enough that no
+ * other mounter can have taken it over (a takeover needs the word to stay
+ * put for LEASE_EXPIRY_PERIODS; we stop at one period less). A writer that
+ * was stalled (SIGSTOP, a long pause) finds its lease old, has it renewed
+ * before it writes, and learns that way that it was taken over. Each log
+ * write also compares the fence word with our writer epoch, which every
+ * new holder increments. See rdmapool(7), "Leases and fencing". */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static void set_fresh(struct rp_fs *fs)
+{
+	uint64_t until = fs->lease.last_renew_ms +
+			 (uint64_t)fs->lease.period_ms * (LEASE_EXPIRY_PERIODS - 1);
+	atomic_store(&fs->lease_fresh_until, until);
+}
+
+/* Called with lease_mu held. */
+static void lost(struct rp_fs *fs, const char *why)
+{
+	if (!atomic_exchange(&fs->lease_lost, true))
+		rp_err("volume \"%s\": %s (writer epoch %llu); refusing all further changes",
+		       fs->vol.name, why, (unsigned long long)fs->lease.epoch);
+	atomic_store(&fs->lease_fresh_until, 0);
+	pthread_cond_broadcast(&fs->lease_cv);
+}
+
+static void wait_until(struct rp_fs *fs, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000ull;
+	ts.tv_sec += (time_t)(ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
+	pthread_cond_timedwait(&fs->lease_cv, &fs->lease_mu, &ts);
+}
+
+static void *lease_main(void *arg)
+{
+	struct rp_fs *fs = arg;
+	uint32_t half = fs->lease.period_ms / 2 ? fs->lease.period_ms / 2 : 1;
+	bool warned = false;
+
+	pthread_mutex_lock(&fs->lease_mu);
+	while (!fs->lease_stop && !atomic_load(&fs->lease_lost)) {
+		if (!fs->lease_kick)
+			wait_until(fs, half);
+		if (fs->lease_stop)
+			break;
+		fs->lease_kick = false;
+		int rc = lease_renew(fs->ps, &fs->lease);
+		if (rc == 0) {
+			set_fresh(fs);
+			if (warned)
+				rp_info("volume \"%s\": the lease is renewed again", fs->vol.name);
+			warned = false;
+		} else if (rc == -ESTALE) {
+			lost(fs, "the lease was taken over by another mounter");
+		} else if (!warned) {
+			/* writes wait in lease_guard; the word tells later whether
+			 * anyone took over meanwhile */
+			rp_warn("volume \"%s\": cannot renew the lease: %s", fs->vol.name,
+				strerror(-rc));
+			warned = true;
+		}
+		pthread_cond_broadcast(&fs->lease_cv);
+	}
+	pthread_mutex_unlock(&fs->lease_mu);
+	return NULL;
+}
+
+int lease_start(struct rp_fs *fs)
+{
+	set_fresh(fs);
+	fs->lease_stop = false;
+	if (pthread_create(&fs->lease_thread, NULL, lease_main, fs) != 0)
+		return -EAGAIN;
+	fs->lease_running = true;
+	return 0;
+}
+
+void lease_stop(struct rp_fs *fs)
+{
+	if (!fs->lease_running)
+		return;
+	pthread_mutex_lock(&fs->lease_mu);
+	fs->lease_stop = true;
+	pthread_cond_broadcast(&fs->lease_cv);
+	pthread_mutex_unlock(&fs->lease_mu);
+	pthread_join(fs->lease_thread, NULL);
+	fs->lease_running = false;
+}
+
+int lease_guard(struct rp_fs *fs)
+{
+	if (!fs->lease.word && !atomic_load(&fs->lease_lost))
+		return 0; /* making a volume: nobody else can know it yet */
+	if (rp_now_ms() < atomic_load(&fs->lease_fresh_until))
+		return 0;
+	/* old: have it renewed now, and wait (a period at most) to see */
+	uint64_t deadline = rp_now_ms() + (fs->lease.period_ms ? fs->lease.period_ms : 1000);
+	pthread_mutex_lock(&fs->lease_mu);
+	fs->lease_kick = true;
+	pthread_cond_broadcast(&fs->lease_cv);
+	while (!atomic_load(&fs->lease_lost) && fs->lease_running &&
+	       rp_now_ms() >= atomic_load(&fs->lease_fresh_until) && rp_now_ms() < deadline)
+		wait_until(fs, deadline - rp_now_ms());
+	pthread_mutex_unlock(&fs->lease_mu);
+	return rp_now_ms() < atomic_load(&fs->lease_fresh_until) ? 0 : -EIO;
+}
+
+int lease_fence(struct rp_fs *fs)
+{
+	int rc;
+	if (!fs->lease.word && !atomic_load(&fs->lease_lost))
+		return 0;
+	if ((rc = lease_guard(fs)) < 0)
+		return rc;
+	rc = lease_fence_check(fs->ps, &fs->lease);
+	if (rc == -ESTALE) {
+		pthread_mutex_lock(&fs->lease_mu);
+		lost(fs, "fenced: another mounter has taken the volume over");
+		pthread_mutex_unlock(&fs->lease_mu);
+		return -EIO;
+	}
+	return rc;
+}
