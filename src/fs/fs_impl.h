@@ -235,6 +235,10 @@ int lease_fence_check(struct rp_poolset *ps, const struct rp_lease *l);
 #define LIVE_GRACE_PERIODS 2
 #define RELEASE_WAIT_MS 120000
 
+/* An extent that lies inside one of the pools (log.c): what replay checks
+ * of every segment and data extent it reads before using it. */
+bool extent_in_pools(struct rp_poolset *ps, const struct rp_extent *e);
+
 /* ---- log writer ---- */
 struct rp_pend {
 	struct rp_extent seg;

@@ -234,7 +234,7 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 	return 0;
 }
 
-static bool ext_valid(struct rp_poolset *ps, const struct rp_extent *e)
+bool extent_in_pools(struct rp_poolset *ps, const struct rp_extent *e)
 {
 	return e->pool < ps->n && e->count > 0 && e->block + e->count <= ps->pools[e->pool].sb.nblocks;
 }
@@ -298,7 +298,7 @@ int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
 	if (segs && t->pos == 0 && t->seq == 0 && (rc = extvec_push(segs, &seg)) < 0)
 		return rc;
 	while (rc == 0) {
-		if (!ext_valid(ps, &seg)) {
+		if (!extent_in_pools(ps, &seg)) {
 			rp_err("metadata log: segment %u/%llu+%u is outside the pools", seg.pool,
 			       (unsigned long long)seg.block, seg.count);
 			rc = -EUCLEAN;

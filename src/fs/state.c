@@ -121,6 +121,13 @@ int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *free
 		in = itable_get(&fs->it, r->ino);
 		if (!in || !S_ISREG(in->mode))
 			return -EUCLEAN;
+		if (!extent_in_pools(fs->ps, &r->ext) || r->fblock + r->ext.count < r->fblock) {
+			/* never map (and later write or free) blocks outside a pool */
+			rp_err("metadata log: inode %llu maps %u/%llu+%u, outside the pools",
+			       (unsigned long long)r->ino, r->ext.pool,
+			       (unsigned long long)r->ext.block, r->ext.count);
+			return -EUCLEAN;
+		}
 		{
 			struct rp_fext e = { .fblock = r->fblock, .pblock = r->ext.block,
 					     .pool = r->ext.pool, .count = r->ext.count };

@@ -147,7 +147,7 @@ static void teardown_qp(struct rdma_conn *rc_)
 		pthread_join(rc_->poller, NULL);
 		rc_->poller_running = false;
 	}
-	rp_inflight_fail_all(&rc_->inflight, atomic_load(&rc_->dead_err) ? atomic_load(&rc_->dead_err) : -ECONNRESET);
+	rp_inflight_close(&rc_->inflight, atomic_load(&rc_->dead_err) ? atomic_load(&rc_->dead_err) : -ECONNRESET);
 	if (rc_->id) {
 		if (rc_->id->qp) {
 			rdma_disconnect(rc_->id);
@@ -336,6 +336,7 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 	c->region_size = size;
 	atomic_store(&rc_->dead_err, 0);
 	atomic_store(&rc_->dead, false);
+	rp_inflight_open(&rc_->inflight);
 	if (pthread_create(&rc_->poller, NULL, poller_main, rc_) != 0)
 		return -EAGAIN;
 	rc_->poller_running = true;

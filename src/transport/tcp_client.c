@@ -2,7 +2,9 @@
  * TCP connection, served by the pool server's CPU. Requests from many threads
  * are pipelined; a receive thread matches responses to ops by id. Only that
  * thread completes posted ops, so a late response can never write into a
- * buffer whose owner has already been told the op failed. */
+ * buffer whose owner has already been told the op failed; when it exits it
+ * fails what is in flight and closes the table, so nothing posted after it
+ * can wait for a completion that will not come. */
 #include "config.h"
 #include "transport_impl.h"
 
@@ -223,7 +225,7 @@ static void *rx_main(void *arg)
 	if (rc == -EPROTO)
 		rp_err("peer %u: malformed response, dropping connection", tc->base.peer.id);
 	mark_dead(tc, rc);
-	rp_inflight_fail_all(&tc->inflight, atomic_load(&tc->dead_err));
+	rp_inflight_close(&tc->inflight, atomic_load(&tc->dead_err));
 	return NULL;
 }
 
@@ -254,6 +256,7 @@ static int tcp_reconnect(struct rp_conn *c, char *err, size_t errlen)
 	pthread_mutex_unlock(&tc->fd_mu);
 	atomic_store(&tc->dead_err, 0);
 	atomic_store(&tc->dead, false);
+	rp_inflight_open(&tc->inflight);
 	if (pthread_create(&tc->rx, NULL, rx_main, tc) != 0) {
 		mark_dead(tc, -EAGAIN);
 		rc = -EAGAIN;

@@ -188,8 +188,12 @@ int64_t rp_inflight_add(struct rp_inflight *t, struct rp_op *ops, uint32_t n,
 			bool (*alive)(void *), void *arg)
 {
 	pthread_mutex_lock(&t->mu);
-	while (t->used == t->cap) {
+	while (t->used == t->cap || t->closed) {
 		struct timespec ts;
+		if (t->closed) {
+			pthread_mutex_unlock(&t->mu);
+			return -ENOTCONN;
+		}
 		uint64_t d = rp_now_ns() + 100000000ull;
 		if (!alive(arg)) {
 			pthread_mutex_unlock(&t->mu);
@@ -279,6 +283,22 @@ void rp_inflight_fail_all(struct rp_inflight *t, int err)
 		}
 		release_if_done(t, g);
 	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+void rp_inflight_close(struct rp_inflight *t, int err)
+{
+	pthread_mutex_lock(&t->mu);
+	t->closed = true;
+	pthread_cond_broadcast(&t->space);
+	pthread_mutex_unlock(&t->mu);
+	rp_inflight_fail_all(t, err);
+}
+
+void rp_inflight_open(struct rp_inflight *t)
+{
+	pthread_mutex_lock(&t->mu);
+	t->closed = false;
 	pthread_mutex_unlock(&t->mu);
 }
 

@@ -30,6 +30,7 @@ struct rp_inflight {
 	uint32_t cap;
 	uint32_t used;
 	uint32_t next;
+	bool closed; /* the completer is gone: nothing may be added */
 	struct rp_group *groups;
 };
 
@@ -47,6 +48,12 @@ struct rp_op *rp_inflight_peek(struct rp_inflight *t, uint64_t id);
 void rp_inflight_complete(struct rp_inflight *t, uint64_t id, int status, bool prior_ok);
 /* Fail every outstanding op with err (abort, peer gone). */
 void rp_inflight_fail_all(struct rp_inflight *t, int err);
+/* The completer (receive thread, poller) is going away: fail everything in
+ * flight and refuse additions (-ENOTCONN) until rp_inflight_open, so an op
+ * posted in the same instant can never wait for a completion that will not
+ * come. */
+void rp_inflight_close(struct rp_inflight *t, int err);
+void rp_inflight_open(struct rp_inflight *t);
 uint32_t rp_inflight_count(struct rp_inflight *t);
 
 #define RP_ID_SLOT(id) ((uint32_t)(((id) >> 8) & 0xffff))
