@@ -13,7 +13,7 @@
 #include <rdmapool/transport.h>
 
 struct rp_pool {
-	uint32_t index;            /* position in the cluster file */
+	bool present;              /* listed in the cluster file */
 	struct rp_peer peer;
 	struct rp_conn *conn;      /* NULL when unreachable */
 	struct rp_pool_sb sb;
@@ -28,9 +28,32 @@ struct rp_poolset {
 	char cluster_name[RP_NAME_MAX + 1];
 	uint32_t block_size;
 	uint32_t op_timeout_ms;
+	/* Pools are named by peer id, never by position in the cluster file,
+	 * so extents survive peers being reordered, added or removed: pools[id]
+	 * for ids 0..n-1, of which the cluster file lists npeers (ids[],
+	 * ascending); the others are absent (-ENODEV). */
 	size_t n;
 	struct rp_pool *pools;
+	size_t npeers;
+	uint32_t *ids;
 };
+
+/* The k-th listed pool, k taken modulo their number: for spreading. */
+static inline uint32_t rp_poolset_pick(const struct rp_poolset *ps, uint64_t k)
+{
+	return ps->ids[k % ps->npeers];
+}
+
+/* Where the volume table lives: the pool of the lowest peer id. */
+static inline uint32_t rp_poolset_home(const struct rp_poolset *ps)
+{
+	return ps->ids[0];
+}
+
+static inline bool rp_poolset_has(const struct rp_poolset *ps, uint32_t pool)
+{
+	return pool < ps->n && ps->pools[pool].present;
+}
 
 /* Extent: count consecutive blocks starting at block in pool. */
 struct rp_extent {
@@ -59,7 +82,8 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
  * block is claimed, fewer than want when no run that long is found nearby.
  * -ENOSPC when the pool is full. */
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
-/* Same, trying every pool from first (mod n) on until one has space. */
+/* Same, trying every listed pool, in id order from the peer id first (mod
+ * the highest id + 1) on, until one has space. */
 int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struct rp_extent *out);
 /* Release an extent; -EUCLEAN if any of its blocks was not allocated. */
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);

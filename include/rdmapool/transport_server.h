@@ -5,6 +5,7 @@
 #ifndef RDMAPOOL_TRANSPORT_SERVER_H
 #define RDMAPOOL_TRANSPORT_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,10 @@ struct rp_serve_params {
 	size_t secret_len;
 	void *base;
 	uint64_t size;
+	/* the region is served over rdma too: its CAS/FAA are the NIC's, and
+	 * the CPU's would not be atomic with them, so tcp clients are refused
+	 * (the handshake answers -EXDEV) */
+	bool rdma_served;
 };
 
 struct rp_listener;

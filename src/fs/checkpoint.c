@@ -31,6 +31,23 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 	r.ino = fs->next_ino;
 	if ((rc = put(fs, w, &r)) < 0)
 		return rc;
+	/* the pools by identity, first: a later mount refuses a peer that
+	 * holds another pool than the one the extents below point into */
+	for (uint32_t id = 0; id < fs->ps->n; id++) {
+		const struct rp_pool *p = &fs->ps->pools[id];
+		const uint8_t *uuid = p->present && p->sb.magic ? p->sb.pool_uuid
+				      : fs->pool_ids && fs->pool_ids[id].known ? fs->pool_ids[id].uuid
+										: NULL;
+		if (!uuid)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.type = REC_POOL;
+		r.ext.pool = id;
+		r.value = uuid;
+		r.value_len = 16;
+		if ((rc = put(fs, w, &r)) < 0)
+			return rc;
+	}
 	/* every inode first, so that directory entries find their targets */
 	for (size_t b = 0; b < fs->it.nb; b++) {
 		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {

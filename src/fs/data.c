@@ -259,7 +259,7 @@ static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_e
 			return rc;
 	}
 	rc = rp_pool_alloc(fs->ps, pool, want, e);
-	if (rc < 0 && fs->ps->n > 1)
+	if (rc < 0 && fs->ps->npeers > 1)
 		rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
 	if (rc == 0)
 		space_taken(fs, e->count);
@@ -305,7 +305,7 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 			uint64_t stripe = b / fs->stripe_blocks;
 			uint64_t stripe_end = (stripe + 1) * fs->stripe_blocks;
 			uint32_t want = (uint32_t)RP_MIN(RP_MIN(gap_end, stripe_end) - b, 64);
-			uint32_t pool = (uint32_t)((in->ino * 7 + stripe) % fs->ps->n);
+			uint32_t pool = rp_poolset_pick(fs->ps, in->ino * 7 + stripe);
 			struct rp_extent e;
 			int rc = alloc_blocks(fs, pool, want, &e);
 			if (rc < 0)

@@ -117,6 +117,7 @@ enum rp_rec_type {
 	REC_INODE_DEL = 9,  /* inode gone with everything it held */
 	REC_LINK = 10,      /* the stream continues in another segment */
 	REC_NEXT_INO = 11,
+	REC_POOL = 12,      /* a pool the volume uses: peer id (ext.pool), uuid (value) */
 };
 #define REC_HDR 32
 #define REC_MAGIC 0x5250u
@@ -157,9 +158,12 @@ struct rp_volrec {
 	uint64_t epoch;
 	struct rp_extent head;   /* first segment of the current stream */
 	uint32_t block_size, stripe_blocks, lease_ms;
+	uint32_t head_tag;       /* 32 bits of the uuid of the head's pool; 0 unknown */
 	uint64_t created_ns;
 };
-#define VOL_POOL 0 /* the volume table lives in the cluster's first pool */
+/* The head_tag a record with this head gets: the log's first segment must
+ * be read from the pool it was written to, not a new one under its id. */
+uint32_t vol_head_tag(const struct rp_poolset *ps, const struct rp_extent *head);
 int vol_find(struct rp_poolset *ps, const char *name, int *slot, struct rp_volrec *rec);
 int vol_claim(struct rp_poolset *ps, const char *name, int *slot);
 int vol_release_slot(struct rp_poolset *ps, int slot);
@@ -308,6 +312,11 @@ struct rp_fs {
 	bool lease_running, lease_stop, lease_kick;
 	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_now_ms) */
 	atomic_bool lease_lost;
+	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
+	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
+		bool known;
+		uint8_t uuid[16];
+	} *pool_ids;
 	uint32_t block_size, stripe_blocks, commit_ms;
 	pthread_mutex_t mu;      /* namespace, inode table, log */
 	struct rp_itable it;

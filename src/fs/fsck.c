@@ -34,11 +34,11 @@ static bool test_set(uint64_t *bits, uint64_t b)
 
 static void reference(struct fsck *f, const struct rp_extent *e, const char *what, uint64_t ino)
 {
-	if (e->pool >= f->ps->n || e->count == 0 ||
-	    e->block + e->count > f->ps->pools[e->pool].sb.nblocks) {
+	if (!extent_in_pools(f->ps, e)) {
 		fprintf(f->out, "volume \"%s\": %s of inode %llu points outside the pools "
-			"(pool %u block %llu+%u)\n", f->vol, what, (unsigned long long)ino, e->pool,
-			(unsigned long long)e->block, e->count);
+			"(peer %u block %llu+%u%s)\n", f->vol, what, (unsigned long long)ino, e->pool,
+			(unsigned long long)e->block, e->count,
+			rp_poolset_has(f->ps, e->pool) ? "" : ", a peer the cluster file does not list");
 		f->rep->errors++;
 		return;
 	}
@@ -157,8 +157,9 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < ps->n; i++) {
-		if ((rc = rp_pool_read_bitmap(ps, (uint32_t)i, &f.bitmap[i])) < 0) {
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t i = ps->ids[k];
+		if ((rc = rp_pool_read_bitmap(ps, i, &f.bitmap[i])) < 0) {
 			snprintf(err, errlen, "%s", ps->pools[i].err[0] ? ps->pools[i].err : strerror(-rc));
 			goto out;
 		}
@@ -180,7 +181,8 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 			 f.live_volumes);
 		rc = -EBUSY;
 	}
-	for (size_t p = 0; p < ps->n; p++) {
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t p = ps->ids[k];
 		const struct rp_pool_sb *sb = &ps->pools[p].sb;
 		for (uint64_t b = 0; b < sb->nblocks;) {
 			bool used = f.bitmap[p][b / 64] >> (b % 64) & 1;
@@ -195,11 +197,11 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 			       (f.bitmap[p][b / 64] >> (b % 64) & 1) && !(f.refs[p][b / 64] >> (b % 64) & 1))
 				b++;
 			rep->leaked += b - s;
-			fprintf(out, "pool %zu: blocks %llu..%llu are allocated but unreferenced%s\n", p,
+			fprintf(out, "peer %u: blocks %llu..%llu are allocated but unreferenced%s\n", p,
 				(unsigned long long)s, (unsigned long long)(b - 1),
 				repair && rc == 0 ? ": freed" : "");
 			if (repair && rc == 0) {
-				struct rp_extent e = { .pool = (uint32_t)p, .block = s, .count = (uint32_t)(b - s) };
+				struct rp_extent e = { .pool = p, .block = s, .count = (uint32_t)(b - s) };
 				int frc = rp_pool_free(ps, &e);
 				if (frc < 0) {
 					snprintf(err, errlen, "freeing leaked blocks: %s", strerror(-frc));

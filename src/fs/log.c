@@ -21,7 +21,7 @@
 
 int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out)
 {
-	int rc = rp_poolset_alloc(fs->ps, (uint32_t)(fs->alloc_counter++ % fs->ps->n), SEG_BLOCKS, out);
+	int rc = rp_poolset_alloc(fs->ps, rp_poolset_pick(fs->ps, fs->alloc_counter++), SEG_BLOCKS, out);
 	if (rc < 0)
 		return rc;
 	space_taken(fs, out->count);
@@ -236,7 +236,8 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 
 bool extent_in_pools(struct rp_poolset *ps, const struct rp_extent *e)
 {
-	return e->pool < ps->n && e->count > 0 && e->block + e->count <= ps->pools[e->pool].sb.nblocks;
+	return rp_poolset_has(ps, e->pool) && e->count > 0 && e->block + e->count > e->block &&
+	       e->block + e->count <= ps->pools[e->pool].sb.nblocks;
 }
 
 void log_tail_init(struct rp_logtail *t, const struct rp_volrec *vol)
@@ -298,6 +299,12 @@ int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
 	if (segs && t->pos == 0 && t->seq == 0 && (rc = extvec_push(segs, &seg)) < 0)
 		return rc;
 	while (rc == 0) {
+		if (!rp_poolset_has(ps, seg.pool)) {
+			rp_err("metadata log: a segment is on peer %u, which the cluster file does "
+			       "not list", seg.pool);
+			rc = -ENODEV;
+			break;
+		}
 		if (!extent_in_pools(ps, &seg)) {
 			rp_err("metadata log: segment %u/%llu+%u is outside the pools", seg.pool,
 			       (unsigned long long)seg.block, seg.count);

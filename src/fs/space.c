@@ -25,9 +25,9 @@
 int space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
-	for (size_t i = 0; i < fs->ps->n; i++) {
+	for (size_t k = 0; k < fs->ps->npeers; k++) {
 		uint64_t f, t;
-		int rc = rp_pool_usage(fs->ps, (uint32_t)i, &f, &t);
+		int rc = rp_pool_usage(fs->ps, fs->ps->ids[k], &f, &t);
 		if (rc < 0)
 			return rc;
 		total += t;

@@ -62,6 +62,26 @@ static int xattr_del(struct rp_inode *in, const char *name, uint32_t nlen)
 	return -ENODATA;
 }
 
+/* A pool the volume's data is on: a listed peer that answers must still hold
+ * that very pool (not one formatted since under the same peer id). */
+static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
+{
+	if (id >= fs->ps->n)
+		return 0; /* not listed: the extents on it say so, if any */
+	const struct rp_pool *p = &fs->ps->pools[id];
+	if (p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0) {
+		rp_err("peer %u holds another pool than the one this volume's data is on (it "
+		       "was formatted again, or restarted without its backing file)", id);
+		fs->missing_peer = id;
+		return -ESTALE;
+	}
+	if (fs->pool_ids) {
+		fs->pool_ids[id].known = true;
+		memcpy(fs->pool_ids[id].uuid, uuid, 16);
+	}
+	return 0;
+}
+
 int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *freed)
 {
 	struct rp_inode *in = NULL, *child;
@@ -95,6 +115,8 @@ int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *free
 		if (r->ino >= fs->next_ino)
 			fs->next_ino = r->ino + 1;
 		return 0;
+	case REC_POOL:
+		return pool_identity(fs, r->ext.pool, r->value);
 	case REC_NEXT_INO:
 		if (r->ino > fs->next_ino)
 			fs->next_ino = r->ino;
@@ -121,6 +143,12 @@ int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *free
 		in = itable_get(&fs->it, r->ino);
 		if (!in || !S_ISREG(in->mode))
 			return -EUCLEAN;
+		if (!rp_poolset_has(fs->ps, r->ext.pool)) {
+			rp_err("metadata log: inode %llu has data on peer %u, which the cluster "
+			       "file does not list", (unsigned long long)r->ino, r->ext.pool);
+			fs->missing_peer = r->ext.pool;
+			return -ENODEV;
+		}
 		if (!extent_in_pools(fs->ps, &r->ext) || r->fblock + r->ext.count < r->fblock) {
 			/* never map (and later write or free) blocks outside a pool */
 			rp_err("metadata log: inode %llu maps %u/%llu+%u, outside the pools",
@@ -190,7 +218,33 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 {
 	uint64_t records;
 	fs->next_ino = RP_ROOT_INO + 1;
+	fs->missing_peer = -1;
+	uint32_t tag = vol_head_tag(fs->ps, &fs->vol.head);
+	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag) {
+		snprintf(err, errlen, "volume \"%s\": peer %u holds another pool than the one "
+			 "its data is on (formatted again, or restarted without its backing file)",
+			 fs->vol.name, fs->vol.head.pool);
+		return -ESTALE;
+	}
+	free(fs->pool_ids);
+	fs->pool_ids = calloc(fs->ps->n, sizeof(*fs->pool_ids));
+	if (!fs->pool_ids)
+		return -ENOMEM;
 	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records, &fs->tail);
+	if (rc == -ENODEV) {
+		/* a data extent names the peer, else the log segment it stopped at */
+		snprintf(err, errlen, "volume \"%s\" has data on peer %lld, which the cluster "
+			 "file no longer lists: put that peer back in the cluster file",
+			 fs->vol.name, fs->missing_peer >= 0 ? (long long)fs->missing_peer
+							     : (long long)fs->tail.seg.pool);
+		return rc;
+	}
+	if (rc == -ESTALE && fs->missing_peer >= 0) {
+		snprintf(err, errlen, "volume \"%s\": peer %lld holds another pool than the one "
+			 "its data is on (formatted again, or restarted without its backing file)",
+			 fs->vol.name, (long long)fs->missing_peer);
+		return rc;
+	}
 	if (rc < 0) {
 		snprintf(err, errlen, "volume \"%s\": replaying the metadata log: %s", fs->vol.name,
 			 strerror(-rc));
@@ -209,6 +263,8 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 
 void state_free(struct rp_fs *fs)
 {
+	free(fs->pool_ids);
+	fs->pool_ids = NULL;
 	for (size_t i = 0; i < fs->it.nb; i++) {
 		struct rp_inode *in = fs->it.b[i], *next;
 		for (; in; in = next) {

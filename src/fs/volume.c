@@ -59,6 +59,7 @@ static void encode(const struct rp_volrec *r, uint8_t *b)
 	rp_put_le32(b + 120, r->block_size);
 	rp_put_le32(b + 124, r->stripe_blocks);
 	rp_put_le32(b + 128, r->lease_ms);
+	rp_put_le32(b + 132, r->head_tag);
 	rp_put_le64(b + 136, r->created_ns);
 	rp_put_le32(b + 144, rp_crc32c(0, b, 144));
 }
@@ -79,6 +80,7 @@ static int decode(const uint8_t *b, struct rp_volrec *r)
 	r->block_size = rp_get_le32(b + 120);
 	r->stripe_blocks = rp_get_le32(b + 124);
 	r->lease_ms = rp_get_le32(b + 128);
+	r->head_tag = rp_get_le32(b + 132);
 	r->created_ns = rp_get_le64(b + 136);
 	return 0;
 }
@@ -99,7 +101,7 @@ int vol_each(struct rp_poolset *ps, int (*fn)(void *, int, const struct rp_volre
 	uint8_t *home = malloc(RP_HOME_SIZE);
 	if (!home)
 		return -ENOMEM;
-	int rc = rp_pool_read(ps, VOL_POOL, RP_HOME_OFFSET, home, RP_HOME_SIZE);
+	int rc = rp_pool_read(ps, rp_poolset_home(ps), RP_HOME_OFFSET, home, RP_HOME_SIZE);
 	for (int s = 0; rc == 0 && s < NSLOTS; s++) {
 		const uint8_t *slot = home + s * SLOT_SIZE;
 		struct rp_volrec r;
@@ -146,13 +148,13 @@ int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
 	(void)name;
 	for (int s = 0; s < NSLOTS; s++) {
 		uint64_t old;
-		int rc = rp_pool_cas(ps, VOL_POOL, slot_off(s, OFF_STATE), 0, VOL_USED, &old);
+		int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(s, OFF_STATE), 0, VOL_USED, &old);
 		if (rc < 0)
 			return rc;
 		if (old == 0) {
 			uint8_t clear[SLOT_SIZE - 8] = { 0 };
 			/* a slot freed earlier may hold an old record: wipe it */
-			rc = rp_pool_write(ps, VOL_POOL, slot_off(s, 8), clear, sizeof(clear));
+			rc = rp_pool_write(ps, rp_poolset_home(ps), slot_off(s, 8), clear, sizeof(clear));
 			if (rc < 0)
 				return rc;
 			*slot = s;
@@ -165,28 +167,37 @@ int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
 int vol_release_slot(struct rp_poolset *ps, int slot)
 {
 	uint64_t old;
-	return rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_STATE), VOL_USED, 0, &old);
+	return rp_pool_cas(ps, rp_poolset_home(ps), slot_off(slot, OFF_STATE), VOL_USED, 0, &old);
+}
+
+uint32_t vol_head_tag(const struct rp_poolset *ps, const struct rp_extent *head)
+{
+	if (!rp_poolset_has(ps, head->pool) || !ps->pools[head->pool].sb.magic)
+		return 0;
+	uint32_t tag = rp_get_le32(ps->pools[head->pool].sb.pool_uuid);
+	return tag ? tag : 1; /* 0 means unknown */
 }
 
 int vol_write(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
 {
 	uint8_t b[COPY_LEN];
 	rec->seq++;
+	rec->head_tag = vol_head_tag(ps, &rec->head);
 	encode(rec, b);
-	return rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
+	return rp_pool_write(ps, rp_poolset_home(ps), slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
 }
 
 /* ---- lease ---- */
 
 static int read_word(struct rp_poolset *ps, int slot, uint64_t *v)
 {
-	return rp_pool_faa(ps, VOL_POOL, slot_off(slot, OFF_LEASE), 0, v); /* atomic read */
+	return rp_pool_faa(ps, rp_poolset_home(ps), slot_off(slot, OFF_LEASE), 0, v); /* atomic read */
 }
 
 static void read_holder(struct rp_poolset *ps, int slot, char *out, size_t len)
 {
 	char h[HOLDER_LEN + 1] = { 0 };
-	if (rp_pool_read(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, HOLDER_LEN) < 0 || !h[0])
+	if (rp_pool_read(ps, rp_poolset_home(ps), slot_off(slot, OFF_HOLDER), h, HOLDER_LEN) < 0 || !h[0])
 		snprintf(h, sizeof(h), "an unknown client");
 	snprintf(out, len, "%s", h);
 }
@@ -283,7 +294,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 					period_ms * LEASE_EXPIRY_PERIODS);
 		}
 		sent = rp_now_ms();
-		if ((rc = rp_pool_cas(ps, VOL_POOL, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
+		if ((rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
 			return rc;
 		if (old == v)
 			break;
@@ -297,8 +308,8 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 	uint64_t fence;
 	char h[HOLDER_LEN] = { 0 };
 	snprintf(h, sizeof(h), "%s", holder);
-	if ((rc = rp_pool_faa(ps, VOL_POOL, slot_off(slot, OFF_FENCE), 1, &fence)) < 0 ||
-	    (rc = rp_pool_write(ps, VOL_POOL, slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0) {
+	if ((rc = rp_pool_faa(ps, rp_poolset_home(ps), slot_off(slot, OFF_FENCE), 1, &fence)) < 0 ||
+	    (rc = rp_pool_write(ps, rp_poolset_home(ps), slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0) {
 		lease_release(ps, l);
 		return rc;
 	}
@@ -322,7 +333,7 @@ static int cas_outcome(struct rp_poolset *ps, const struct rp_lease *l, uint64_t
 static int lease_swap(struct rp_poolset *ps, struct rp_lease *l, uint64_t next)
 {
 	uint64_t old;
-	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_LEASE), l->word, next, &old);
 	if (rc < 0)
 		rc = cas_outcome(ps, l, next, rc);
 	else if (old != l->word)
@@ -354,7 +365,7 @@ int lease_fence_check(struct rp_poolset *ps, const struct rp_lease *l)
 {
 	uint64_t old;
 	/* a swap of the epoch with itself: an atomic compare */
-	int rc = rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_FENCE), l->epoch, l->epoch, &old);
+	int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_FENCE), l->epoch, l->epoch, &old);
 	if (rc < 0)
 		return rc;
 	return old == l->epoch ? 0 : -ESTALE;
@@ -364,7 +375,7 @@ void lease_release(struct rp_poolset *ps, struct rp_lease *l)
 {
 	uint64_t old;
 	if (l->word)
-		rp_pool_cas(ps, VOL_POOL, slot_off(l->slot, OFF_LEASE), l->word, 0, &old);
+		rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_LEASE), l->word, 0, &old);
 	l->word = 0;
 }
 
@@ -383,7 +394,7 @@ int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holde
 int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
 {
 	uint8_t b[SLOT_SIZE];
-	int rc = rp_pool_read(ps, VOL_POOL, slot_off(slot, 0), b, sizeof(b));
+	int rc = rp_pool_read(ps, rp_poolset_home(ps), slot_off(slot, 0), b, sizeof(b));
 	if (rc < 0)
 		return rc;
 	if (rp_get_le64(b + OFF_STATE) != VOL_USED)
@@ -415,13 +426,13 @@ int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 		/* position 0 before the heartbeat shows: from then on the writer
 		 * holds every free until we have loaded and said where we are (a
 		 * lost race for the slot only makes its owner look behind) */
-		int rc = rp_pool_faa(ps, VOL_POOL, reader_off(slot, r, 0), 0, &old);
+		int rc = rp_pool_faa(ps, rp_poolset_home(ps), reader_off(slot, r, 0), 0, &old);
 		if (rc < 0)
 			return rc;
 		if (old != 0)
 			continue;
-		if ((rc = rp_pool_write(ps, VOL_POOL, reader_off(slot, r, 1), &zero, 8)) < 0 ||
-		    (rc = rp_pool_cas(ps, VOL_POOL, reader_off(slot, r, 0), 0, hb, &old)) < 0)
+		if ((rc = rp_pool_write(ps, rp_poolset_home(ps), reader_off(slot, r, 1), &zero, 8)) < 0 ||
+		    (rc = rp_pool_cas(ps, rp_poolset_home(ps), reader_off(slot, r, 0), 0, hb, &old)) < 0)
 			return rc;
 		if (old != 0)
 			continue;
@@ -438,7 +449,7 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 {
 	uint64_t ctr = rd->hb & 0xffffffffu;
 	uint64_t next = (rd->hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1), old;
-	int rc = rp_pool_cas(ps, VOL_POOL, reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
+	int rc = rp_pool_cas(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
 	if (rc < 0)
 		return rc;
 	if (old != rd->hb)
@@ -451,14 +462,14 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t epoch, uint64_t seq)
 {
 	uint64_t pos = reader_pos(epoch, seq);
-	return rp_pool_write(ps, VOL_POOL, reader_off(rd->slot, rd->index, 1), &pos, 8);
+	return rp_pool_write(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 1), &pos, 8);
 }
 
 void reader_release(struct rp_poolset *ps, struct rp_reader *rd)
 {
 	uint64_t old;
 	if (rd->hb)
-		rp_pool_cas(ps, VOL_POOL, reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
+		rp_pool_cas(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
 	rd->hb = 0;
 }
 
@@ -466,7 +477,7 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 		 uint64_t *min_pos)
 {
 	uint64_t words[READER_SLOTS * 2], now = rp_now_ms();
-	int rc = rp_pool_read(ps, VOL_POOL, reader_off(slot, 0, 0), words, sizeof(words));
+	int rc = rp_pool_read(ps, rp_poolset_home(ps), reader_off(slot, 0, 0), words, sizeof(words));
 	if (rc < 0)
 		return rc;
 	*min_pos = UINT64_MAX;
@@ -483,7 +494,7 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 			uint64_t old;
 			rp_warn("read-only mount in reader slot %d stopped answering; no longer "
 				"waiting for it", r);
-			rp_pool_cas(ps, VOL_POOL, reader_off(slot, r, 0), hb, 0, &old);
+			rp_pool_cas(ps, rp_poolset_home(ps), reader_off(slot, r, 0), hb, 0, &old);
 			continue;
 		}
 		if (pos < *min_pos)

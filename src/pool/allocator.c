@@ -77,8 +77,14 @@ int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struct rp_extent *out)
 {
 	int rc = -ENOSPC, last = -ENOSPC;
-	for (size_t k = 0; k < ps->n; k++) {
-		uint32_t pool = (uint32_t)((first + k) % ps->n);
+	/* the listed pools in id order, starting at the first id >= first
+	 * (taken modulo the ids, so any number spreads) */
+	first %= (uint32_t)ps->n;
+	size_t start = 0;
+	while (start < ps->npeers && ps->ids[start] < first)
+		start++;
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t pool = ps->ids[(start + k) % ps->npeers];
 		rc = rp_pool_alloc(ps, pool, want, out);
 		if (rc == 0)
 			return 0;

@@ -59,6 +59,37 @@ static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 	return 0;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The slots: one per peer id up to the highest listed, absent ones marked. */
+static int poolset_slots(struct rp_poolset *ps, const struct rp_cluster *cl)
+{
+	uint32_t max = 0;
+	for (size_t i = 0; i < cl->npeers; i++)
+		max = RP_MAX(max, cl->peers[i].id);
+	ps->n = (size_t)max + 1;
+	ps->npeers = cl->npeers;
+	ps->pools = calloc(ps->n, sizeof(*ps->pools));
+	ps->ids = calloc(cl->npeers ? cl->npeers : 1, sizeof(*ps->ids));
+	if (!ps->pools || !ps->ids)
+		return -ENOMEM;
+	for (size_t id = 0; id < ps->n; id++) {
+		struct rp_pool *p = &ps->pools[id];
+		pthread_mutex_init(&p->mu, NULL);
+		p->peer.id = (uint32_t)id;
+		p->error = -ENODEV;
+		snprintf(p->err, sizeof(p->err), "peer %zu is not in the cluster file", id);
+	}
+	for (size_t i = 0; i < cl->npeers; i++)
+		ps->ids[i] = cl->peers[i].id;
+	qsort(ps->ids, ps->npeers, sizeof(*ps->ids), cmp_u32);
+	return 0;
+}
+
 int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t secret_len,
 		    int flags, struct rp_poolset **out, char *err, size_t errlen)
 {
@@ -68,25 +99,23 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 	*out = NULL;
 	if (!ps)
 		return -ENOMEM;
-	ps->pools = calloc(cl->npeers, sizeof(*ps->pools));
-	if (!ps->pools) {
-		free(ps);
-		return -ENOMEM;
+	if (cl->npeers == 0 || poolset_slots(ps, cl) < 0) {
+		rp_poolset_close(ps);
+		return cl->npeers == 0 ? -EINVAL : -ENOMEM;
 	}
 	snprintf(ps->cluster_name, sizeof(ps->cluster_name), "%s", cl->name);
 	ps->block_size = cl->block_size;
 	ps->op_timeout_ms = cl->op_timeout_ms;
-	ps->n = cl->npeers;
 	for (size_t i = 0; i < cl->npeers; i++) {
-		struct rp_pool *p = &ps->pools[i];
+		struct rp_pool *p = &ps->pools[cl->peers[i].id];
 		struct rp_conn_params cp = {
 			.peer = &cl->peers[i], .kind = cl->peers[i].transport,
 			.cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
 			.connect_timeout_ms = cl->connect_timeout_ms, .op_timeout_ms = cl->op_timeout_ms,
 		};
-		p->index = (uint32_t)i;
+		p->present = true;
 		p->peer = cl->peers[i];
-		pthread_mutex_init(&p->mu, NULL);
+		p->err[0] = 0;
 		p->error = rp_conn_open(&cp, &p->conn, p->err, sizeof(p->err));
 		if (p->error == 0)
 			p->error = check_sb(p, cl);
@@ -114,11 +143,12 @@ void rp_poolset_close(struct rp_poolset *ps)
 {
 	if (!ps)
 		return;
-	for (size_t i = 0; i < ps->n; i++) {
+	for (size_t i = 0; ps->pools && i < ps->n; i++) {
 		rp_conn_close(ps->pools[i].conn);
 		pthread_mutex_destroy(&ps->pools[i].mu);
 	}
 	free(ps->pools);
+	free(ps->ids);
 	free(ps);
 }
 
@@ -127,7 +157,7 @@ void rp_poolset_close(struct rp_poolset *ps)
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 {
 	if (pool >= ps->n)
-		return -EINVAL;
+		return -ENODEV; /* a peer id the cluster file does not list */
 	struct rp_pool *p = &ps->pools[pool];
 	if (!p->conn)
 		return p->error ? p->error : -ENOTCONN;

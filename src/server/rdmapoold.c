@@ -214,12 +214,8 @@ int main(int argc, char **argv)
 		.self = self, .cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
 		.base = region.base, .size = region.size,
 	};
-	if (self->transport != RP_TRANSPORT_RDMA) {
-		if (rp_tcp_listen(&sp, &tcp, err, sizeof(err)) < 0) {
-			rp_err("%s", err);
-			goto out;
-		}
-	}
+	/* rdma first: a pool's atomics go through one domain, so when the NIC
+	 * serves them the tcp listener only tells tcp clients why not */
 	if (self->transport != RP_TRANSPORT_TCP) {
 		rc = rp_rdma_listen(&sp, &rdma, err, sizeof(err));
 		if (rc < 0 && self->transport == RP_TRANSPORT_RDMA) {
@@ -228,6 +224,15 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0)
 			rp_info("rdma not served: %s; tcp only", err);
+	}
+	sp.rdma_served = rdma != NULL;
+	if (self->transport != RP_TRANSPORT_RDMA) {
+		if (rp_tcp_listen(&sp, &tcp, err, sizeof(err)) < 0) {
+			rp_err("%s", err);
+			goto out;
+		}
+		if (rdma)
+			rp_info("tcp clients are refused: this pool's atomics are the NIC's");
 	}
 	if (o.pid_file) {
 		FILE *pf = fopen(o.pid_file, "w");
@@ -238,10 +243,9 @@ int main(int argc, char **argv)
 	}
 	char sz[32];
 	rp_format_size(region.size, sz, sizeof(sz));
-	rp_info("peer %u serving %s%s%s%s on %s:%u over %s%s%s", self->id, sz,
+	rp_info("peer %u serving %s%s%s%s on %s:%u over %s", self->id, sz,
 		region.hugepages ? " (huge pages)" : "", region.fd >= 0 ? " backed by " : "",
-		region.fd >= 0 ? region.path : "", self->host, self->port, tcp ? "tcp" : "",
-		tcp && rdma ? "+" : "", rdma ? "rdma" : "");
+		region.fd >= 0 ? region.path : "", self->host, self->port, rdma ? "rdma" : "tcp");
 	report_ready(&ready_fd, 0);
 
 	int sig = 0;

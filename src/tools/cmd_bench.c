@@ -83,7 +83,8 @@ int cmd_bench(int argc, char **argv)
 	printf("%-5s %-9s %10s %10s %12s %12s %12s\n", "PEER", "TRANSPORT", "4K-READ-us", "p99-us",
 	       "READ-MB/s", "WRITE-MB/s", "CAS-ops/s");
 	int status = 0;
-	for (uint32_t p = 0; p < ps->n; p++) {
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t p = ps->ids[k];
 		struct rp_extent ext[4];
 		size_t got;
 		const struct rp_pool_sb *sb = &ps->pools[p].sb;

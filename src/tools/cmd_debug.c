@@ -68,14 +68,16 @@ static int parse(int argc, char **argv, const char *cmd, const char *usage, stru
 	return 0;
 }
 
-/* Load, open, and resolve the peer; returns the pool index or -1. */
+/* Load, open, and resolve the peer; returns its id (pools are named by
+ * peer id) or -1. */
 static int open_peer(struct debug_args *a, struct rp_poolset **ps)
 {
 	if (tool_load(&a->t))
 		return -1;
-	int idx = tool_peer_index(&a->t, a->peer);
-	if (idx < 0 || tool_open(&a->t, RP_POOLSET_ALLOW_DOWN, ps))
+	int i = tool_peer_index(&a->t, a->peer);
+	if (i < 0 || tool_open(&a->t, RP_POOLSET_ALLOW_DOWN, ps))
 		return -1;
+	int idx = (int)a->t.cl->peers[i].id;
 	if (!rp_pool_up(&(*ps)->pools[idx])) {
 		fprintf(stderr, "rdmapool: %s\n", (*ps)->pools[idx].err);
 		rp_poolset_close(*ps);

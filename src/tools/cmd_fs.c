@@ -54,7 +54,7 @@ int cmd_mkfs(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "rdmapool mkfs: %s\n", err[0] ? err : strerror(-rc));
 	else
-		printf("volume \"%s\" created on %zu pools\n", o.volume, ps->n);
+		printf("volume \"%s\" created on %zu pools\n", o.volume, ps->npeers);
 	rp_poolset_close(ps);
 	tool_done(&t);
 	return rc < 0 ? 1 : 0;

@@ -37,22 +37,23 @@ int cmd_status(int argc, char **argv)
 		tool_done(&t);
 		return 1;
 	}
-	printf("cluster \"%s\" (%s): %zu peers, block size %u\n", t.cl->name, t.cluster_file, ps->n,
+	printf("cluster \"%s\" (%s): %zu peers, block size %u\n", t.cl->name, t.cluster_file, ps->npeers,
 	       ps->block_size);
 	printf("%-5s %-22s %-6s %-9s %11s %11s %11s %9s\n", "PEER", "ADDRESS", "STATE", "TRANSPORT",
 	       "SIZE", "USED", "FREE", "RTT");
-	for (size_t i = 0; i < ps->n; i++) {
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t i = ps->ids[k];
 		struct rp_pool *p = &ps->pools[i];
 		char addr[300], size[32], used[32], freeb[32], rtt[32] = "-";
 		uint64_t nfree = 0, total = 0;
 		snprintf(addr, sizeof(addr), "%s:%u", p->peer.host, p->peer.port);
-		int rc = rp_pool_up(p) ? rp_pool_usage(ps, (uint32_t)i, &nfree, &total) : p->error;
+		int rc = rp_pool_up(p) ? rp_pool_usage(ps, i, &nfree, &total) : p->error;
 		if (rc == 0) {
 			uint64_t samples[9];
 			uint8_t probe[64];
 			for (int k = 0; k < 9 && rc == 0; k++) {
 				uint64_t t0 = rp_now_ns();
-				rc = rp_pool_read(ps, (uint32_t)i, 0, probe, sizeof(probe));
+				rc = rp_pool_read(ps, i, 0, probe, sizeof(probe));
 				samples[k] = rp_now_ns() - t0;
 			}
 			if (rc == 0) {

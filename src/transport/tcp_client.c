@@ -155,7 +155,11 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 		snprintf(err, errlen, "peer %u (%s:%u): refused: %s", c->peer.id, c->peer.host,
 			 c->peer.port,
 			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
-				       : strerror(-rc));
+			 : rc == -EXDEV ? "the pool is served over rdma, and its atomics (the NIC's) "
+					  "cannot be mixed with tcp's (the server CPU's): use transport "
+					  "rdma (or auto on a machine with an RDMA device), or serve "
+					  "that pool with transport tcp"
+					: strerror(-rc));
 		goto fail;
 	}
 	uint64_t size = rp_get_le64(welcome + 8);

@@ -89,6 +89,10 @@ static int handshake(struct client *cl)
 			rp_warn("client %s: refused: authentication failed (wrong cluster secret or name)",
 				cl->who);
 			status = -EACCES;
+		} else if (l->p.rdma_served) {
+			rp_warn("client %s: refused: this pool serves rdma, whose atomics tcp's "
+				"cannot join", cl->who);
+			status = -EXDEV;
 		}
 	}
 	rp_put_le32(welcome, RP_WELCOME_MAGIC);

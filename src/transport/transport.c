@@ -357,13 +357,22 @@ int rp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char *err
 {
 	enum rp_transport_kind kind = p->kind;
 	*out = NULL;
-	if (kind == RP_TRANSPORT_AUTO)
-		kind = rp_transport_rdma_available() ? RP_TRANSPORT_RDMA : RP_TRANSPORT_TCP;
+	if (kind == RP_TRANSPORT_AUTO && !rp_transport_rdma_available()) {
+		/* never silently: an auto peer says what it got and why */
+		rp_info("peer %u (%s:%u): transport auto: no RDMA device on this machine, "
+			"using tcp", p->peer->id, p->peer->host, p->peer->port);
+		kind = RP_TRANSPORT_TCP;
+	} else if (kind == RP_TRANSPORT_AUTO) {
+		kind = RP_TRANSPORT_RDMA;
+	}
 	if (kind == RP_TRANSPORT_RDMA) {
 		int rc = rp_rdma_conn_open(p, out, err, errlen);
+		if (rc == 0 && p->kind == RP_TRANSPORT_AUTO)
+			rp_info("peer %u (%s:%u): transport auto: using rdma", p->peer->id,
+				p->peer->host, p->peer->port);
 		if (rc == 0 || p->kind == RP_TRANSPORT_RDMA)
 			return rc;
-		rp_info("peer %u (%s:%u): rdma unavailable (%s), using tcp", p->peer->id,
+		rp_info("peer %u (%s:%u): transport auto: rdma failed (%s), trying tcp", p->peer->id,
 			p->peer->host, p->peer->port, err);
 	}
 	return rp_tcp_conn_open(p, out, err, errlen);

@@ -49,4 +49,24 @@ sleep 0.3
 fi
 check "server still serves" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6 --out /dev/null
 kill -0 "$(pool_pid 0)" && ok "server process alive" || not_ok "server process alive"
+
+# One atomicity domain per pool: a server of transport "auto" that can serve
+# rdma does, and refuses tcp clients (the CPU's CAS would not be atomic with
+# the NIC's); one that cannot (no RDMA device) serves tcp.
+stop_pool 0 || bail "stop"
+CLUSTER_RDMA=$CLUSTER
+sed 's/"transport": "[a-z]*"/"transport": "auto"/' "$CLUSTER_RDMA" > "$T/auto.json"
+sed 's/"transport": "[a-z]*"/"transport": "tcp"/' "$CLUSTER_RDMA" > "$T/tcp.json"
+"$RDMAPOOLD" -c "$T/auto.json" --id 0 --size 16M --pid-file "$T/pool0.pid" --log-file "$T/auto.log" \
+	|| bail "auto server"
+if [ "${RP_TEST_TRANSPORT:-tcp}" = rdma ]; then
+	grep -q "over rdma" "$T/auto.log" && ok "auto server serves rdma" || not_ok "auto server serves rdma"
+	check_fails "a tcp client of an rdma pool is refused, saying why" "atomics (the NIC's) cannot be mixed" \
+		"$RDMAPOOL" read -c "$T/tcp.json" --peer 0 --offset 8192 --length 6
+	check "an auto client uses rdma" "$RDMAPOOL" cas -c "$T/auto.json" --peer 0 --offset 8192 --expect 0 --swap 0
+else
+	grep -q "over tcp" "$T/auto.log" && ok "auto server without RDMA serves tcp" || not_ok "auto server without RDMA serves tcp"
+	check "a tcp client of a tcp pool is served" "$RDMAPOOL" cas -c "$T/tcp.json" --peer 0 --offset 8192 --expect 0 --swap 0
+fi
+stop_pool 0
 done_testing
