@@ -4,6 +4,7 @@
 
 #include <rdmapool/cluster.h>
 #include <rdmapool/log.h>
+#include <rdmapool/transport.h>
 #include <rdmapool/transport_server.h>
 #include <rdmapool/util.h>
 
@@ -218,12 +219,18 @@ int main(int argc, char **argv)
 	 * serves them the tcp listener only tells tcp clients why not */
 	if (self->transport != RP_TRANSPORT_TCP) {
 		rc = rp_rdma_listen(&sp, &rdma, err, sizeof(err));
+		if (rc < 0 && rp_transport_rdma_available() && !rp_region_pinnable(&region))
+			rp_err("%s: a shared mapping of a file on this filesystem cannot be "
+			       "registered for RDMA on Linux 6.5 and later; put the backing file on "
+			       "tmpfs (/dev/shm: it survives a restart of the daemon, not of the "
+			       "machine) or hugetlbfs, or serve this pool with transport tcp",
+			       region.path);
 		if (rc < 0 && self->transport == RP_TRANSPORT_RDMA) {
 			rp_err("%s (the cluster file asks for transport \"rdma\")", err);
 			goto out;
 		}
 		if (rc < 0)
-			rp_info("rdma not served: %s; tcp only", err);
+			rp_warn("rdma not served: %s; serving tcp only (transport auto)", err);
 	}
 	sp.rdma_served = rdma != NULL;
 	if (self->transport != RP_TRANSPORT_RDMA) {

@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define HUGE_2M (2ull << 20)
@@ -181,4 +183,14 @@ int rp_region_prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t
 	rp_info("%s: existing pool kept: %llu blocks of %u bytes", what,
 		(unsigned long long)sb.nblocks, sb.block_size);
 	return 0;
+}
+
+bool rp_region_pinnable(const struct rp_region *r)
+{
+	struct statfs st;
+	if (r->fd < 0)
+		return true;
+	if (fstatfs(r->fd, &st) < 0)
+		return false;
+	return st.f_type == TMPFS_MAGIC || st.f_type == HUGETLBFS_MAGIC;
 }

@@ -22,6 +22,10 @@ struct rp_region {
 
 int rp_region_map(struct rp_region *r, uint64_t size, const char *backing_file, char *err,
 		  size_t errlen);
+/* Whether RDMA can pin the region for good: anonymous memory, or a backing
+ * file on tmpfs or hugetlbfs. Linux 6.5 and later refuse long-term pins of
+ * shared mappings of files on other filesystems (they need writeback). */
+bool rp_region_pinnable(const struct rp_region *r);
 /* Flush a backing file to disk. */
 int rp_region_sync(struct rp_region *r);
 void rp_region_unmap(struct rp_region *r);
