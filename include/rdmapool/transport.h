@@ -78,6 +78,8 @@ bool rp_conn_is_up(const struct rp_conn *c);
 int rp_conn_reconnect(struct rp_conn *c, char *err, size_t errlen);
 
 uint64_t rp_conn_region_size(const struct rp_conn *c);
+/* The pool uuid the server proved in the handshake (16 bytes). */
+const uint8_t *rp_conn_pool_uuid(const struct rp_conn *c);
 enum rp_transport_kind rp_conn_kind(const struct rp_conn *c);
 const struct rp_peer *rp_conn_peer(const struct rp_conn *c);
 /* Replace the remote key used on this connection: debugging and tests of the

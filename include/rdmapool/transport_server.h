@@ -18,6 +18,7 @@ struct rp_serve_params {
 	size_t secret_len;
 	void *base;
 	uint64_t size;
+	uint8_t pool_uuid[16]; /* from the region's superblock: proved to clients */
 	/* the region is served over rdma too: its CAS/FAA are the NIC's, and
 	 * the CPU's would not be atomic with them, so tcp clients are refused
 	 * (the handshake answers -EXDEV) */

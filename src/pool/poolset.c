@@ -45,6 +45,11 @@ static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 			 p->sb.cluster_name, p->sb.peer_id, cl->name, p->peer.id);
 		return -EINVAL;
 	}
+	if (memcmp(p->sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16) != 0) {
+		snprintf(p->err, sizeof(p->err), "the superblock's pool uuid is not the one the "
+			 "server proved in the handshake");
+		return -EINVAL;
+	}
 	if (p->sb.block_size != cl->block_size) {
 		snprintf(p->err, sizeof(p->err), "pool has %u-byte blocks, the cluster file says %u",
 			 p->sb.block_size, cl->block_size);
@@ -186,6 +191,7 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	rc = rp_conn_read(p->conn, 0, buf, sizeof(buf));
 	if (rc == 0 && (rp_sb_decode(buf, &sb) < 0 ||
 			memcmp(sb.pool_uuid, p->sb.pool_uuid, sizeof(sb.pool_uuid)) != 0 ||
+			memcmp(sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16) != 0 ||
 			sb.nblocks != p->sb.nblocks)) {
 		/* The server came back with another pool (restarted without its
 		 * backing file): what this client knew of it is gone. */

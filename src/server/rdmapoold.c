@@ -3,6 +3,7 @@
 #include "region.h"
 
 #include <rdmapool/cluster.h>
+#include <rdmapool/layout.h>
 #include <rdmapool/log.h>
 #include <rdmapool/transport.h>
 #include <rdmapool/transport_server.h>
@@ -215,6 +216,12 @@ int main(int argc, char **argv)
 		.self = self, .cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
 		.base = region.base, .size = region.size,
 	};
+	struct rp_pool_sb sb;
+	if (rp_sb_decode(region.base, &sb) < 0) {
+		rp_err("the region's superblock does not decode after formatting");
+		goto out;
+	}
+	memcpy(sp.pool_uuid, sb.pool_uuid, sizeof(sp.pool_uuid));
 	/* rdma first: a pool's atomics go through one domain, so when the NIC
 	 * serves them the tcp listener only tells tcp clients why not */
 	if (self->transport != RP_TRANSPORT_TCP) {

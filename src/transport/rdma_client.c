@@ -167,6 +167,9 @@ static void teardown_qp(struct rdma_conn *rc_)
 	rc_->ech = NULL;
 }
 
+/* expect_event's answer to a connect the server rejected with a challenge */
+#define CHALLENGED 1
+
 static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, struct rp_cm_event *ev,
 			char *err, size_t errlen)
 {
@@ -178,12 +181,19 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 		return rc;
 	}
 	if (ev->type != want) {
+		if (ev->type == RDMA_CM_EVENT_REJECTED && ev->private_len >= RP_RDMA_REJ_LEN &&
+		    rp_get_le32(ev->private_data) == RP_RDMA_REP_MAGIC &&
+		    rp_get_le16(ev->private_data + 4) == RP_WIRE_VERSION &&
+		    (int32_t)rp_get_le32(ev->private_data + 8) == RP_RDMA_CHALLENGE)
+			return CHALLENGED;
 		if (ev->type == RDMA_CM_EVENT_REJECTED && ev->private_len >= 12 &&
 		    rp_get_le32(ev->private_data) == RP_RDMA_REP_MAGIC) {
 			int32_t st = (int32_t)rp_get_le32(ev->private_data + 8);
 			snprintf(err, errlen, "peer %u (%s:%u): refused: %s", p->id, p->host, p->port,
 				 st == -EACCES ? "authentication failed (wrong cluster secret or name)"
-					       : strerror(-st));
+				 : st == -ENXIO ? "the server at that address is another peer"
+				 : st == -EPROTO ? "the server speaks another protocol version"
+						 : strerror(-st));
 			return st < 0 ? st : -ECONNREFUSED;
 		}
 		if (ev->type == RDMA_CM_EVENT_REJECTED) {
@@ -199,12 +209,15 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 	return 0;
 }
 
-static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
+/* One connect request: event channel, id, route, queue pair, then req; the
+ * answer is 0 (ESTABLISHED, in *ev), CHALLENGED (rejected with a challenge,
+ * in *ev) or a negative errno. */
+static int connect_once(struct rdma_conn *rc_, const uint8_t *req, struct rp_cm_event *ev,
+			char *err, size_t errlen)
 {
 	struct rp_conn *c = &rc_->base;
 	const struct rp_peer *p = &c->peer;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
-	struct rp_cm_event ev;
 	char port[16];
 	int rc;
 
@@ -233,14 +246,14 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 			 strerror(-rc));
 		return rc;
 	}
-	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ADDR_RESOLVED, &ev, err, errlen)) < 0)
+	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ADDR_RESOLVED, ev, err, errlen)) < 0)
 		return rc;
 	if (rdma_resolve_route(rc_->id, (int)c->connect_timeout_ms)) {
 		rc = -errno;
 		snprintf(err, errlen, "peer %u: rdma_resolve_route: %s", p->id, strerror(-rc));
 		return rc;
 	}
-	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ROUTE_RESOLVED, &ev, err, errlen)) < 0)
+	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ROUTE_RESOLVED, ev, err, errlen)) < 0)
 		return rc;
 	struct ibv_context *ctx = rc_->id->verbs;
 	const char *devname = ibv_get_device_name(ctx->device);
@@ -292,18 +305,9 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 		return rc;
 	}
 
-	uint8_t req[RP_RDMA_REQ_LEN] = { 0 }, mac[RP_SHA256_LEN], zeros[RP_NONCE_LEN] = { 0 };
-	uint64_t stamp = rp_wall_ns();
-	rp_put_le32(req, RP_RDMA_REQ_MAGIC);
-	rp_put_le16(req + 4, RP_WIRE_VERSION);
-	rp_put_le64(req + 8, stamp);
-	rp_random_bytes(req + 16, RP_NONCE_LEN);
-	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, req + 16, zeros,
-		    c->cluster_name, stamp, mac);
-	memcpy(req + 32, mac, RP_RDMA_MAC_LEN);
 	struct rdma_conn_param cp = {
 		.private_data = req,
-		.private_data_len = sizeof(req),
+		.private_data_len = RP_RDMA_REQ_LEN,
 		.responder_resources = (uint8_t)RP_MIN(dattr.max_qp_rd_atom, 16),
 		.initiator_depth = (uint8_t)RP_MIN(dattr.max_qp_init_rd_atom, 16),
 		.retry_count = 7,
@@ -314,26 +318,87 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 		snprintf(err, errlen, "peer %u: rdma_connect: %s", p->id, strerror(-rc));
 		return rc;
 	}
-	if ((rc = expect_event(rc_, RDMA_CM_EVENT_ESTABLISHED, &ev, err, errlen)) < 0)
-		return rc;
-	if (ev.private_len < RP_RDMA_REP_LEN || rp_get_le32(ev.private_data) != RP_RDMA_REP_MAGIC ||
-	    rp_get_le16(ev.private_data + 4) != RP_WIRE_VERSION) {
+	return expect_event(rc_, RDMA_CM_EVENT_ESTABLISHED, ev, err, errlen);
+}
+
+static void request_head(uint8_t req[RP_RDMA_REQ_LEN], uint16_t kind, uint32_t peer_id)
+{
+	memset(req, 0, RP_RDMA_REQ_LEN);
+	rp_put_le32(req, RP_RDMA_REQ_MAGIC);
+	rp_put_le16(req + 4, RP_WIRE_VERSION);
+	rp_put_le16(req + 6, kind);
+	rp_put_le32(req + 8, peer_id);
+}
+
+/* The accept: the server's MAC over our nonce, its challenge, the peer id
+ * we asked for, the status, the pool uuid and the region. */
+static int check_accept(struct rdma_conn *rc_, const uint8_t *cnonce, const uint8_t *challenge,
+			const struct rp_cm_event *ev, char *err, size_t errlen)
+{
+	struct rp_conn *c = &rc_->base;
+	const uint8_t *rep = ev->private_data;
+	uint8_t mac[RP_SHA256_LEN], bind[RP_BIND_SERVER_LEN];
+	if (ev->private_len < RP_RDMA_REP_LEN || rp_get_le32(rep) != RP_RDMA_REP_MAGIC ||
+	    rp_get_le16(rep + 4) != RP_WIRE_VERSION || rp_get_le32(rep + 8) != 0) {
 		snprintf(err, errlen, "peer %u: accept carried no rdmapool v%u pool description",
-			 p->id, RP_WIRE_VERSION);
+			 c->peer.id, RP_WIRE_VERSION);
 		return -EPROTO;
 	}
-	const uint8_t *rep = ev.private_data;
 	uint32_t rkey = rp_get_le32(rep + 12);
 	uint64_t addr = rp_get_le64(rep + 16), size = rp_get_le64(rep + 24);
-	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, req + 16, zeros,
-		    c->cluster_name, addr ^ size ^ rkey, mac);
-	if (rp_ct_memcmp(mac, rep + 32, RP_RDMA_MAC_LEN)) {
-		snprintf(err, errlen, "peer %u: server failed to prove the cluster secret", p->id);
+	rp_auth_bind_server(bind, c->peer.id, 0, rep + 32, addr, size, rkey);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, cnonce, challenge,
+		    c->cluster_name, bind, sizeof(bind), mac);
+	if (rp_ct_memcmp(mac, rep + 52, RP_SHA256_LEN)) {
+		snprintf(err, errlen, "peer %u: server failed to prove the cluster secret", c->peer.id);
 		return -EACCES;
 	}
 	c->rkey = rkey;
 	c->remote_addr = addr;
 	c->region_size = size;
+	memcpy(c->pool_uuid, rep + 32, 16);
+	return 0;
+}
+
+/* Connect in two steps: a HELLO with our nonce, which the server rejects
+ * with a fresh challenge, then an AUTH that answers it (a MAC over both
+ * nonces and the peer id); only that is accepted, with the region's key.
+ * A captured request is worthless: the challenge it answers is used up, and
+ * gone when the server restarts. */
+static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
+{
+	struct rp_conn *c = &rc_->base;
+	uint8_t req[RP_RDMA_REQ_LEN], cnonce[RP_NONCE_LEN], challenge[RP_NONCE_LEN];
+	uint8_t mac[RP_SHA256_LEN];
+	struct rp_cm_event ev;
+
+	rp_random_bytes(cnonce, sizeof(cnonce));
+	request_head(req, RP_RDMA_HELLO, c->peer.id);
+	memcpy(req + 16, cnonce, RP_NONCE_LEN);
+	int rc = connect_once(rc_, req, &ev, err, errlen);
+	if (rc != CHALLENGED) {
+		if (rc == 0) {
+			snprintf(err, errlen, "peer %u: server accepted a connect without "
+				 "authentication", c->peer.id);
+			rc = -EPROTO;
+		}
+		return rc;
+	}
+	memcpy(challenge, ev.private_data + 12, RP_NONCE_LEN);
+	teardown_qp(rc_);
+
+	request_head(req, RP_RDMA_AUTH, c->peer.id);
+	memcpy(req + 16, challenge, RP_NONCE_LEN);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, challenge, cnonce,
+		    c->cluster_name, req + 8, 4, mac);
+	memcpy(req + 32, mac, RP_RDMA_REQ_MAC_LEN);
+	rc = connect_once(rc_, req, &ev, err, errlen);
+	if (rc == CHALLENGED) {
+		snprintf(err, errlen, "peer %u: server challenged an answered challenge", c->peer.id);
+		rc = -EPROTO;
+	}
+	if (rc < 0 || (rc = check_accept(rc_, cnonce, challenge, &ev, err, errlen)) < 0)
+		return rc;
 	atomic_store(&rc_->dead_err, 0);
 	atomic_store(&rc_->dead, false);
 	rp_inflight_open(&rc_->inflight);

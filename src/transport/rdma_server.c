@@ -1,6 +1,7 @@
-/* rdma listener: admits clients that prove the cluster secret in their
- * connect request, and answers with the region's address, rkey and size in the
- * accept's private data. The region is registered once per device for remote
+/* rdma listener: admits clients that prove the cluster secret by answering
+ * a challenge (a first connect request is rejected with it, a second one
+ * answers it), and answers with the region's address, rkey, size and pool
+ * uuid in the accept's private data. The region is registered once per device for remote
  * read, write and atomics; after that the server's CPU is not on the data path:
  * this thread only handles connection events. */
 #include "config.h"
@@ -21,7 +22,7 @@
 #include <string.h>
 
 #define MAX_DEVICES 8
-#define REPLAY_RING 1024
+#define CHALLENGES 256 /* outstanding at once; the oldest is dropped */
 
 struct client_qp {
 	struct rdma_cm_id *id;
@@ -40,8 +41,12 @@ struct rdma_listener {
 		struct ibv_context *ctx;
 		struct ibv_mr *mr;
 	} mrs[MAX_DEVICES];
-	uint8_t seen[REPLAY_RING][RP_NONCE_LEN]; /* recent nonces: no replays */
-	unsigned seen_next;
+	struct {                 /* challenges handed out, each good once */
+		uint8_t challenge[RP_NONCE_LEN], cnonce[RP_NONCE_LEN];
+		uint64_t expires_ms;     /* rp_now_ms: monotonic, no wall clocks */
+		bool live;
+	} ch[CHALLENGES];
+	unsigned ch_next;
 };
 
 static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx)
@@ -69,56 +74,91 @@ static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx
 	return NULL;
 }
 
-static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev)
+static void reject(struct rdma_cm_id *id, int32_t status, const uint8_t *challenge)
 {
-	const uint8_t *req = ev->private_data;
-	uint8_t mac[RP_SHA256_LEN], zeros[RP_NONCE_LEN] = { 0 };
-
-	if (ev->private_len < RP_RDMA_REQ_LEN || rp_get_le32(req) != RP_RDMA_REQ_MAGIC)
-		return -EPROTO;
-	if (rp_get_le16(req + 4) != RP_WIRE_VERSION)
-		return -EPROTO;
-	uint64_t stamp = rp_get_le64(req + 8), now = rp_wall_ns();
-	if (stamp + RP_RDMA_STAMP_WINDOW_NS < now || stamp > now + RP_RDMA_STAMP_WINDOW_NS)
-		return -ETIME;
-	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, req + 16, zeros,
-		    l->p.cluster_name, stamp, mac);
-	if (rp_ct_memcmp(mac, req + 32, RP_RDMA_MAC_LEN))
-		return -EACCES;
-	for (unsigned i = 0; i < REPLAY_RING; i++)
-		if (memcmp(l->seen[i], req + 16, RP_NONCE_LEN) == 0)
-			return -EACCES;
-	memcpy(l->seen[l->seen_next], req + 16, RP_NONCE_LEN);
-	l->seen_next = (l->seen_next + 1) % REPLAY_RING;
-	return 0;
-}
-
-static void reject(struct rdma_cm_id *id, int32_t status)
-{
-	uint8_t rej[12] = { 0 };
+	uint8_t rej[RP_RDMA_REJ_LEN] = { 0 };
 	rp_put_le32(rej, RP_RDMA_REP_MAGIC);
 	rp_put_le16(rej + 4, RP_WIRE_VERSION);
 	rp_put_le32(rej + 8, (uint32_t)status);
+	if (challenge)
+		memcpy(rej + 12, challenge, RP_NONCE_LEN);
 	rdma_reject(id, rej, sizeof(rej));
 	rdma_destroy_id(id);
+}
+
+/* A HELLO: remember its nonce with a fresh challenge, and send that. */
+static void challenge(struct rdma_listener *l, struct rdma_cm_id *id, const uint8_t *req)
+{
+	unsigned i = l->ch_next;
+	l->ch_next = (i + 1) % CHALLENGES;
+	rp_random_bytes(l->ch[i].challenge, RP_NONCE_LEN);
+	memcpy(l->ch[i].cnonce, req + 16, RP_NONCE_LEN);
+	l->ch[i].expires_ms = rp_now_ms() + RP_RDMA_CHALLENGE_MS;
+	l->ch[i].live = true;
+	reject(id, RP_RDMA_CHALLENGE, l->ch[i].challenge);
+}
+
+/* An AUTH: the challenge must be ours, live and unused (it is used up
+ * now), and the MAC over it, the client's nonce and the peer id right. The
+ * client's nonce is returned for the accept's MAC. */
+static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t *cnonce)
+{
+	uint8_t mac[RP_SHA256_LEN];
+	unsigned i;
+	for (i = 0; i < CHALLENGES; i++)
+		if (l->ch[i].live && rp_ct_memcmp(l->ch[i].challenge, req + 16, RP_NONCE_LEN) == 0)
+			break;
+	if (i == CHALLENGES || rp_now_ms() >= l->ch[i].expires_ms)
+		return -ETIME;
+	l->ch[i].live = false;
+	memcpy(cnonce, l->ch[i].cnonce, RP_NONCE_LEN);
+	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, req + 16, cnonce,
+		    l->p.cluster_name, req + 8, 4, mac);
+	if (rp_ct_memcmp(mac, req + 32, RP_RDMA_REQ_MAC_LEN))
+		return -EACCES;
+	if (rp_get_le32(req + 8) != l->p.self->id)
+		return -ENXIO;
+	return 0;
+}
+
+/* HELLO gets a challenge (1), AUTH is verified (0 or a negative errno). */
+static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev, uint8_t *cnonce)
+{
+	const uint8_t *req = ev->private_data;
+	if (ev->private_len < RP_RDMA_REQ_LEN || rp_get_le32(req) != RP_RDMA_REQ_MAGIC ||
+	    rp_get_le16(req + 4) != RP_WIRE_VERSION)
+		return -EPROTO;
+	if (rp_get_le16(req + 6) == RP_RDMA_HELLO)
+		return RP_RDMA_CHALLENGE;
+	if (rp_get_le16(req + 6) != RP_RDMA_AUTH)
+		return -EPROTO;
+	return verify_auth(l, req, cnonce);
 }
 
 static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
-	int32_t status = verify_request(l, ev);
+	uint8_t cnonce[RP_NONCE_LEN];
+	int32_t status = verify_request(l, ev, cnonce);
+	if (status == RP_RDMA_CHALLENGE) {
+		challenge(l, id, ev->private_data);
+		return;
+	}
 	if (status < 0) {
-		rp_warn("rdma client refused: %s", status == -EACCES ? "authentication failed (wrong cluster secret, name, or a replayed request)"
-				  : status == -ETIME ? "request timestamp outside the allowed window (clock skew?)"
-						     : "not an rdmapool v1 connect request");
-		reject(id, status);
+		rp_warn("rdma client refused: %s",
+			status == -EACCES ? "authentication failed (wrong cluster secret or name)"
+			: status == -ETIME ? "its answer is to no challenge of ours (expired, used, "
+					     "from before a restart: a replayed request?)"
+			: status == -ENXIO ? "it wants another peer id"
+					   : "not an rdmapool v2 connect request");
+		reject(id, status, NULL);
 		return;
 	}
 	struct ibv_mr *mr = region_mr(l, id->verbs);
 	struct client_qp *cq = calloc(1, sizeof(*cq));
 	if (!mr || !cq) {
 		free(cq);
-		reject(id, -ENOMEM);
+		reject(id, -ENOMEM, NULL);
 		return;
 	}
 	/* The server never posts work; a minimal queue pair suffices. */
@@ -133,22 +173,23 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 		if (cq->cq)
 			ibv_destroy_cq(cq->cq);
 		free(cq);
-		reject(id, -ENOMEM);
+		reject(id, -ENOMEM, NULL);
 		return;
 	}
 	id->context = cq;
 	struct ibv_device_attr dattr;
 	ibv_query_device(id->verbs, &dattr);
-	uint8_t rep[RP_RDMA_REP_LEN] = { 0 }, mac[RP_SHA256_LEN], zeros[RP_NONCE_LEN] = { 0 };
+	uint8_t rep[RP_RDMA_REP_LEN] = { 0 }, bind[RP_BIND_SERVER_LEN];
 	uint64_t addr = (uintptr_t)l->p.base;
 	rp_put_le32(rep, RP_RDMA_REP_MAGIC);
 	rp_put_le16(rep + 4, RP_WIRE_VERSION);
 	rp_put_le32(rep + 12, mr->rkey);
 	rp_put_le64(rep + 16, addr);
 	rp_put_le64(rep + 24, l->p.size);
-	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_SERVER, ev->private_data + 16, zeros,
-		    l->p.cluster_name, addr ^ l->p.size ^ mr->rkey, mac);
-	memcpy(rep + 32, mac, RP_RDMA_MAC_LEN);
+	memcpy(rep + 32, l->p.pool_uuid, 16);
+	rp_auth_bind_server(bind, l->p.self->id, 0, l->p.pool_uuid, addr, l->p.size, mr->rkey);
+	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_SERVER, cnonce,
+		    ev->private_data + 16, l->p.cluster_name, bind, sizeof(bind), rep + 52);
 	struct rdma_conn_param cp = {
 		.private_data = rep,
 		.private_data_len = sizeof(rep),

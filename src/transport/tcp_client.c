@@ -84,6 +84,50 @@ static int connect_timeout(const struct addrinfo *ai, uint32_t ms, int *out)
 	return 0;
 }
 
+/* The server's answer: its MAC over our nonce and its own, the peer id we
+ * asked for, the status, the pool uuid, size and key; then the status. */
+static int check_welcome(struct rp_conn *c, const uint8_t *hello, const uint8_t *cnonce,
+			 const uint8_t *welcome, char *err, size_t errlen)
+{
+	uint8_t mac[RP_SHA256_LEN], bind[RP_BIND_SERVER_LEN];
+	int32_t status = (int32_t)rp_get_le32(welcome + 4);
+	uint64_t size = rp_get_le64(welcome + 8);
+	uint32_t rkey = rp_get_le32(welcome + 16);
+	if (rp_get_le32(welcome) != RP_WELCOME_MAGIC) {
+		snprintf(err, errlen, "peer %u (%s:%u): not an rdmapoold (bad answer)", c->peer.id,
+			 c->peer.host, c->peer.port);
+		return -EPROTO;
+	}
+	rp_auth_bind_server(bind, c->peer.id, status, welcome + 24, 0, size, rkey);
+	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, cnonce, hello + 8,
+		    c->cluster_name, bind, sizeof(bind), mac);
+	bool proved = rp_ct_memcmp(mac, welcome + 40, RP_SHA256_LEN) == 0;
+	if (status == 0 && !proved) {
+		snprintf(err, errlen, "peer %u (%s:%u): server failed to prove the cluster secret",
+			 c->peer.id, c->peer.host, c->peer.port);
+		return -EACCES;
+	}
+	if (status != 0) {
+		/* a refusal without the server's proof is only reported as such */
+		int rc = status < 0 ? status : -EPROTO;
+		snprintf(err, errlen, "peer %u (%s:%u): refused%s: %s", c->peer.id, c->peer.host,
+			 c->peer.port, proved || rc == -EACCES ? "" : " (unproved)",
+			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
+			 : rc == -ENXIO ? "the server at that address is another peer (check the "
+					  "peer's host and port in the cluster file)"
+			 : rc == -EXDEV ? "the pool is served over rdma, and its atomics (the NIC's) "
+					  "cannot be mixed with tcp's (the server CPU's): use transport "
+					  "rdma (or auto on a machine with an RDMA device), or serve "
+					  "that pool with transport tcp"
+					: strerror(-rc));
+		return rc;
+	}
+	c->region_size = size;
+	c->rkey = rkey;
+	memcpy(c->pool_uuid, welcome + 24, 16);
+	return 0;
+}
+
 /* Connect to the peer and run the handshake; fills region size and key. */
 static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 {
@@ -113,7 +157,7 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 	}
 
 	uint8_t hello[RP_HELLO_LEN], auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN];
-	uint8_t cnonce[RP_NONCE_LEN], mac[RP_SHA256_LEN];
+	uint8_t cnonce[RP_NONCE_LEN];
 	set_timeout(fd, SO_RCVTIMEO, c->connect_timeout_ms);
 	set_timeout(fd, SO_SNDTIMEO, c->connect_timeout_ms);
 	rc = rp_read_full(fd, hello, sizeof(hello));
@@ -139,8 +183,9 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 	rp_put_le32(auth, RP_AUTH_MAGIC);
 	rp_put_le16(auth + 4, RP_WIRE_VERSION);
 	memcpy(auth + 8, cnonce, RP_NONCE_LEN);
+	rp_put_le32(auth + 24, c->peer.id);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, cnonce,
-		    c->cluster_name, 0, auth + 24);
+		    c->cluster_name, auth + 24, 4, auth + 32);
 	rc = rp_write_full(fd, auth, sizeof(auth));
 	if (rc == 0)
 		rc = rp_read_full(fd, welcome, sizeof(welcome));
@@ -149,31 +194,8 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 			 c->peer.port, strerror(-rc));
 		goto fail;
 	}
-	int32_t status = (int32_t)rp_get_le32(welcome + 4);
-	if (rp_get_le32(welcome) != RP_WELCOME_MAGIC || status != 0) {
-		rc = status < 0 ? status : -EPROTO;
-		snprintf(err, errlen, "peer %u (%s:%u): refused: %s", c->peer.id, c->peer.host,
-			 c->peer.port,
-			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
-			 : rc == -EXDEV ? "the pool is served over rdma, and its atomics (the NIC's) "
-					  "cannot be mixed with tcp's (the server CPU's): use transport "
-					  "rdma (or auto on a machine with an RDMA device), or serve "
-					  "that pool with transport tcp"
-					: strerror(-rc));
+	if ((rc = check_welcome(c, hello, cnonce, welcome, err, errlen)) < 0)
 		goto fail;
-	}
-	uint64_t size = rp_get_le64(welcome + 8);
-	uint32_t rkey = rp_get_le32(welcome + 16);
-	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, cnonce, hello + 8,
-		    c->cluster_name, size ^ ((uint64_t)rkey << 32), mac);
-	if (rp_ct_memcmp(mac, welcome + 24, RP_SHA256_LEN)) {
-		snprintf(err, errlen, "peer %u (%s:%u): server failed to prove the cluster secret",
-			 c->peer.id, c->peer.host, c->peer.port);
-		rc = -EACCES;
-		goto fail;
-	}
-	c->region_size = size;
-	c->rkey = rkey;
 	set_timeout(fd, SO_RCVTIMEO, 0);
 	/* A send stuck on a peer that stopped reading must fail, not block. */
 	set_timeout(fd, SO_SNDTIMEO, c->op_timeout_ms);

@@ -75,6 +75,7 @@ static int handshake(struct client *cl)
 		return rc;
 	}
 	int32_t status = 0;
+	uint32_t peer = rp_get_le32(auth + 24);
 	if (rp_get_le32(auth) != RP_AUTH_MAGIC) {
 		rp_warn("client %s: not an rdmapool client (bad magic)", cl->who);
 		status = -EPROTO;
@@ -83,12 +84,18 @@ static int handshake(struct client *cl)
 			rp_get_le16(auth + 4), RP_WIRE_VERSION);
 		status = -EPROTO;
 	} else {
+		uint8_t bind[4];
+		rp_put_le32(bind, peer);
 		rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, auth + 8,
-			    l->p.cluster_name, 0, mac);
-		if (rp_ct_memcmp(mac, auth + 24, RP_SHA256_LEN)) {
+			    l->p.cluster_name, bind, sizeof(bind), mac);
+		if (rp_ct_memcmp(mac, auth + 32, RP_SHA256_LEN)) {
 			rp_warn("client %s: refused: authentication failed (wrong cluster secret or name)",
 				cl->who);
 			status = -EACCES;
+		} else if (peer != l->p.self->id) {
+			rp_warn("client %s: refused: it wants peer %u, this is peer %u", cl->who, peer,
+				l->p.self->id);
+			status = -ENXIO;
 		} else if (l->p.rdma_served) {
 			rp_warn("client %s: refused: this pool serves rdma, whose atomics tcp's "
 				"cannot join", cl->who);
@@ -97,12 +104,18 @@ static int handshake(struct client *cl)
 	}
 	rp_put_le32(welcome, RP_WELCOME_MAGIC);
 	rp_put_le32(welcome + 4, (uint32_t)status);
-	if (status == 0) {
-		/* Only an authenticated client learns the region's size and key. */
-		rp_put_le64(welcome + 8, l->p.size);
-		rp_put_le32(welcome + 16, l->rkey);
+	if (status != -EPROTO) {
+		/* Only an authenticated client learns the region's size and key; the
+		 * MAC covers the status too, so a refusal cannot be forged either. */
+		uint64_t size = status == 0 ? l->p.size : 0;
+		uint32_t rkey = status == 0 ? l->rkey : 0;
+		uint8_t bind[RP_BIND_SERVER_LEN];
+		rp_put_le64(welcome + 8, size);
+		rp_put_le32(welcome + 16, rkey);
+		memcpy(welcome + 24, l->p.pool_uuid, 16);
+		rp_auth_bind_server(bind, peer, status, l->p.pool_uuid, 0, size, rkey);
 		rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_SERVER, auth + 8, hello + 8,
-			    l->p.cluster_name, l->p.size ^ ((uint64_t)l->rkey << 32), welcome + 24);
+			    l->p.cluster_name, bind, sizeof(bind), welcome + 40);
 	}
 	rc = rp_write_full(cl->fd, welcome, sizeof(welcome));
 	if (status < 0)

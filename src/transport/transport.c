@@ -393,6 +393,7 @@ int rp_conn_reconnect(struct rp_conn *c, char *err, size_t errlen)
 
 uint64_t rp_conn_region_size(const struct rp_conn *c) { return c->region_size; }
 enum rp_transport_kind rp_conn_kind(const struct rp_conn *c) { return c->kind; }
+const uint8_t *rp_conn_pool_uuid(const struct rp_conn *c) { return c->pool_uuid; }
 const struct rp_peer *rp_conn_peer(const struct rp_conn *c) { return &c->peer; }
 void rp_conn_debug_set_rkey(struct rp_conn *c, uint32_t rkey) { c->rkey = rkey; }
 
@@ -463,11 +464,24 @@ int rp_conn_faa(struct rp_conn *c, uint64_t off, uint64_t add, uint64_t *old)
 
 void rp_auth_mac(const uint8_t *secret, size_t secret_len, const char *label,
 		 const uint8_t *nonce_a, const uint8_t *nonce_b, const char *cluster_name,
-		 uint64_t stamp, uint8_t out[RP_SHA256_LEN])
+		 const uint8_t *bind, size_t bind_len, uint8_t out[RP_SHA256_LEN])
 {
-	uint8_t st[8];
-	rp_put_le64(st, stamp);
-	const void *parts[] = { label, nonce_a, nonce_b, cluster_name, st };
-	const size_t lens[] = { strlen(label), RP_NONCE_LEN, RP_NONCE_LEN, strlen(cluster_name), 8 };
+	/* the label, the nonces and the binding are of fixed length per label;
+	 * the cluster name is last, so no two inputs concatenate alike */
+	const void *parts[] = { label, nonce_a, nonce_b, bind, cluster_name };
+	const size_t lens[] = { strlen(label), RP_NONCE_LEN, RP_NONCE_LEN, bind_len,
+				strlen(cluster_name) };
 	rp_hmac_sha256(secret, secret_len, parts, lens, 5, out);
+}
+
+void rp_auth_bind_server(uint8_t out[RP_BIND_SERVER_LEN], uint32_t peer_id, int32_t status,
+			 const uint8_t uuid[16], uint64_t addr, uint64_t size, uint32_t rkey)
+{
+	rp_put_le32(out, peer_id);
+	rp_put_le32(out + 4, (uint32_t)status);
+	memcpy(out + 8, uuid, 16);
+	rp_put_le64(out + 24, addr);
+	rp_put_le64(out + 32, size);
+	rp_put_le32(out + 40, rkey);
+	rp_put_le32(out + 44, 0);
 }

@@ -85,6 +85,7 @@ struct rp_conn {
 	uint64_t region_size;
 	uint64_t remote_addr; /* rdma: region's virtual address */
 	uint32_t rkey;
+	uint8_t pool_uuid[16]; /* as the server proved it */
 	/* bounce buffer for the rp_conn_read/write convenience calls */
 	pthread_mutex_t bounce_mu;
 	void *bounce;
@@ -105,6 +106,10 @@ int rp_rdma_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char
 #define RP_NONCE_LEN 16
 void rp_auth_mac(const uint8_t *secret, size_t secret_len, const char *label,
 		 const uint8_t *nonce_a, const uint8_t *nonce_b, const char *cluster_name,
-		 uint64_t stamp, uint8_t out[RP_SHA256_LEN]);
+		 const uint8_t *bind, size_t bind_len, uint8_t out[RP_SHA256_LEN]);
+/* What the server's MAC binds: the peer id, status, pool uuid and region. */
+#define RP_BIND_SERVER_LEN 48
+void rp_auth_bind_server(uint8_t out[RP_BIND_SERVER_LEN], uint32_t peer_id, int32_t status,
+			 const uint8_t uuid[16], uint64_t addr, uint64_t size, uint32_t rkey);
 
 #endif

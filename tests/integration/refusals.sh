@@ -47,6 +47,18 @@ check "truncated handshake does not crash the server" bash -c \
 	"exec 3<>/dev/tcp/127.0.0.1/$port; head -c 32 <&3 >/dev/null; printf 'RPAU' >&3; exec 3>&-"
 sleep 0.3
 fi
+if [ "${RP_TEST_TRANSPORT:-tcp}" = tcp ]; then
+# A captured answer to the server's greeting is worth nothing on another
+# connection: the server's nonce is new each time.
+out=$("$HELPERS/tcp_replay" "$CLUSTER" 0)
+is "a fresh answer to the greeting is accepted" "$(echo "$out" | sed -n 's/^fresh answer: //p')" "status 0"
+is "the same answer replayed is refused (EACCES)" "$(echo "$out" | sed -n 's/^replayed answer: //p')" "status -13"
+fi
+# The client names the peer it means, under the MAC: a cluster file that
+# sends peer 1's traffic to peer 0's server is refused at the handshake.
+sed 's/"id": 0,/"id": 1,/' "$CLUSTER" > "$T/wrongid.json"
+check_fails "a server that is another peer is refused at the handshake" "another peer" \
+	"$RDMAPOOL" read -c "$T/wrongid.json" --peer 1 --offset 8192 --length 6
 check "server still serves" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8192 --length 6 --out /dev/null
 kill -0 "$(pool_pid 0)" && ok "server process alive" || not_ok "server process alive"
 
