@@ -73,7 +73,7 @@ sed 's/"transport": "[a-z]*"/"transport": "tcp"/' "$CLUSTER_RDMA" > "$T/tcp.json
 	|| bail "auto server"
 if [ "${RP_TEST_TRANSPORT:-tcp}" = rdma ]; then
 	grep -q "over rdma" "$T/auto.log" && ok "auto server serves rdma" || not_ok "auto server serves rdma"
-	check_fails "a tcp client of an rdma pool is refused, saying why" "atomics (the NIC's) cannot be mixed" \
+	check_fails "a tcp client of an rdma pool is refused, saying why" "cannot be mixed with tcp" \
 		"$RDMAPOOL" read -c "$T/tcp.json" --peer 0 --offset 8192 --length 6
 	check "an auto client uses rdma" "$RDMAPOOL" cas -c "$T/auto.json" --peer 0 --offset 8192 --expect 0 --swap 0
 else
