@@ -76,6 +76,16 @@ if [ "${RP_TEST_TRANSPORT:-tcp}" = rdma ]; then
 	check_fails "a tcp client of an rdma pool is refused, saying why" "cannot be mixed with tcp" \
 		"$RDMAPOOL" read -c "$T/tcp.json" --peer 0 --offset 8192 --length 6
 	check "an auto client uses rdma" "$RDMAPOOL" cas -c "$T/auto.json" --peer 0 --offset 8192 --expect 0 --swap 0
+	# replays: an answered challenge is used up; one never issued (as
+	# after a restart) is refused
+	out=$("$HELPERS/rdma_replay" "$T/auto.json" 0)
+	diag "$out"
+	is "a HELLO gets a challenge" "$(echo "$out" | sed -n 's/^hello: //p')" "RDMA_CM_EVENT_REJECTED status 1"
+	is "the answer to it is accepted" "$(echo "$out" | sed -n 's/^answer: //p')" "RDMA_CM_EVENT_ESTABLISHED"
+	is "the same answer replayed is refused" "$(echo "$out" | sed -n 's/^replayed answer: //p')" \
+		"RDMA_CM_EVENT_REJECTED status -62"
+	is "an answer to a challenge never issued is refused" \
+		"$(echo "$out" | sed -n 's/^answer to a challenge never issued: //p')" "RDMA_CM_EVENT_REJECTED status -62"
 else
 	grep -q "over tcp" "$T/auto.log" && ok "auto server without RDMA serves tcp" || not_ok "auto server without RDMA serves tcp"
 	check "a tcp client of a tcp pool is served" "$RDMAPOOL" cas -c "$T/tcp.json" --peer 0 --offset 8192 --expect 0 --swap 0
