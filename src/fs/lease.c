@@ -9,7 +9,7 @@
  * was stalled (SIGSTOP, a long pause) finds its lease old, has it renewed
  * before it writes, and learns that way that it was taken over. Each log
  * write also compares the fence word with our writer epoch, which every
- * new holder increments. See rdmapool(7), "Leases and fencing". */
+ * new holder increments. See rdmapool(7), LEASE and "Fencing". */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -105,8 +105,11 @@ void lease_stop(struct rp_fs *fs)
 
 int lease_guard(struct rp_fs *fs)
 {
-	if (!fs->lease.word && !atomic_load(&fs->lease_lost))
-		return 0; /* making a volume: nobody else can know it yet */
+	/* lease_running changes only before the filesystem serves and after */
+	if (!fs->lease_running)
+		return 0; /* no lease to keep: making a volume */
+	if (atomic_load(&fs->lease_lost))
+		return -EIO;
 	if (rp_now_ms() < atomic_load(&fs->lease_fresh_until))
 		return 0;
 	/* old: have it renewed now, and wait (a period at most) to see */
@@ -114,7 +117,7 @@ int lease_guard(struct rp_fs *fs)
 	pthread_mutex_lock(&fs->lease_mu);
 	fs->lease_kick = true;
 	pthread_cond_broadcast(&fs->lease_cv);
-	while (!atomic_load(&fs->lease_lost) && fs->lease_running &&
+	while (!atomic_load(&fs->lease_lost) &&
 	       rp_now_ms() >= atomic_load(&fs->lease_fresh_until) && rp_now_ms() < deadline)
 		wait_until(fs, deadline - rp_now_ms());
 	pthread_mutex_unlock(&fs->lease_mu);
@@ -124,7 +127,7 @@ int lease_guard(struct rp_fs *fs)
 int lease_fence(struct rp_fs *fs)
 {
 	int rc;
-	if (!fs->lease.word && !atomic_load(&fs->lease_lost))
+	if (!fs->lease_running)
 		return 0;
 	if ((rc = lease_guard(fs)) < 0)
 		return rc;
