@@ -39,7 +39,7 @@
 			    * HELLO: cnonce16 rsvd24; AUTH: challenge16 mac24 */
 #define RP_RDMA_REQ_MAC_LEN 24
 #define RP_RDMA_REJ_LEN 28 /* magic4 ver2 rsvd2 status4 challenge16 */
-#define RP_RDMA_REP_LEN 88 /* magic4 ver2 rsvd2 status4 rkey4 addr8 size8 uuid16 rsvd4 mac32 */
+#define RP_RDMA_REP_LEN 88 /* magic4 ver2 rsvd2 status4 rkey4 addr8 size8 uuid16 rsvd4 mac32 rsvd4 */
 /* the status of a REJ that carries a challenge */
 #define RP_RDMA_CHALLENGE 1
 /* how long a challenge may be answered */

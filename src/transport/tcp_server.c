@@ -104,9 +104,10 @@ static int handshake(struct client *cl)
 	}
 	rp_put_le32(welcome, RP_WELCOME_MAGIC);
 	rp_put_le32(welcome + 4, (uint32_t)status);
-	if (status != -EPROTO) {
+	if (status != -EPROTO && status != -EACCES) {
 		/* Only an authenticated client learns the region's size and key; the
-		 * MAC covers the status too, so a refusal cannot be forged either. */
+		 * MAC covers the status too, so a refusal cannot be forged either (an
+		 * unauthenticated client gets no MAC of ours at all). */
 		uint64_t size = status == 0 ? l->p.size : 0;
 		uint32_t rkey = status == 0 ? l->rkey : 0;
 		uint8_t bind[RP_BIND_SERVER_LEN];
