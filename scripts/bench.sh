@@ -164,8 +164,8 @@ med() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) 
 spread() { tr ' ' '\n' | grep . | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
 ratio() { awk -v a="$1" -v b="$2" -v inv="$3" 'BEGIN { if (a <= 0 || b <= 0) print "-"; else printf "%.2f", inv ? b / a : a / b }'; }
 echo
-echo "== $RUNS rounds, targets taking turns; median (spread); ratio = rdmapool / other (for times: other / rdmapool, so higher is better)"
-printf '%-34s %20s %20s %20s %7s %7s\n' workload rdmapool passthrough_ll tmpfs "vs pt" "vs tmp"
+echo "== rounds: $RUNS, targets taking turns; median (spread); ratio = rdmapool / other (for times: other / rdmapool, so higher is better)"
+printf '%-34s %22s %22s %22s %7s %7s\n' workload rdmapool passthrough_ll tmpfs "vs pt" "vs tmp"
 for w in "${WORKLOADS[@]}"; do
 	inv=0; [[ "$w" == *"(s)" ]] && inv=1
 	line=$(printf '%-34s' "$w")
@@ -173,7 +173,7 @@ for w in "${WORKLOADS[@]}"; do
 	for t in rdmapool passthrough tmpfs; do
 		vals=${V[$w.$t]:-}
 		m[$t]=$(echo "$vals" | med)
-		if [ -n "$vals" ]; then line+=$(printf ' %20s' "${m[$t]} ($(echo "$vals" | spread))"); else line+=$(printf ' %20s' -); fi
+		if [ -n "$vals" ]; then line+=$(printf ' %22s' "${m[$t]} ($(echo "$vals" | spread))"); else line+=$(printf ' %22s' -); fi
 	done
 	line+=$(printf ' %7s %7s' "$(ratio "${m[rdmapool]}" "${m[passthrough]}" $inv)" "$(ratio "${m[rdmapool]}" "${m[tmpfs]}" $inv)")
 	echo "$line"
