@@ -7,7 +7,8 @@
 # passes or fails on speed.
 #   sudo scripts/bench.sh [BUILD_DIR]      (default _build, else the source tree)
 #   env: SIZE_MB (1024), RUNS (2), SECONDS_PER (8: time-based jobs),
-#        FILES (20000: metadata ops and ls -lR), TRANSPORT (auto)
+#        FILES (10000: metadata ops and ls -lR; passthrough_ll holds an fd
+#        per inode, so more needs RLIMIT_NOFILE above FILES), TRANSPORT (auto)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-_build}
@@ -18,7 +19,7 @@ command -v fio > /dev/null || { echo "bench: needs fio (apt-get install fio)" >&
 SIZE_MB=${SIZE_MB:-1024}
 RUNS=${RUNS:-2}
 SECS=${SECONDS_PER:-8}
-FILES=${FILES:-20000}
+FILES=${FILES:-10000}
 PT_SRC=/usr/share/doc/libfuse3-dev/examples/passthrough_ll.c
 W=$(mktemp -d /tmp/rdmapool-bench.XXXXXX)
 TMPFS=$W/tmpfs           # tmpfs itself, and the passthrough's backing store
@@ -51,7 +52,8 @@ done
 "$B/src/tools/rdmapool" mkfs -c "$W/cluster.json" > /dev/null
 "$B/src/fuse/rdmapoolfs" "$W/cluster.json" "$W/rp" -o log="$W/fs.log"
 if [ -f "$PT_SRC" ] && gcc -O2 -o "$W/passthrough_ll" "$PT_SRC" $(pkg-config --cflags --libs fuse3) 2> "$W/pt.log"; then
-	"$W/passthrough_ll" -o source="$TMPFS/ptsrc" "$W/pt"
+	# it holds an fd for every inode it has looked up
+	(ulimit -n "$(ulimit -Hn)"; exec "$W/passthrough_ll" -o source="$TMPFS/ptsrc" "$W/pt")
 else
 	echo "bench: cannot build $PT_SRC (libfuse3-dev): no FUSE ceiling column" >&2
 	TARGETS="rdmapool tmpfs"
@@ -60,7 +62,7 @@ fi
 echo "== machine: $(nproc) cpus, $(free -g | awk '/Mem:/ { print $2 }') GiB, $(uname -r), $(date -u +%F)"
 echo "== wire"
 if command -v qperf > /dev/null; then
-	cp "$(command -v qperf)" "$W/qperf" && "$W/qperf" > /dev/null 2>&1 &
+	cp "$(command -v qperf)" "$W/qperf" && { "$W/qperf" > /dev/null 2>&1 & disown; }
 	sleep 0.5
 	qperf 127.0.0.1 -t 4 tcp_lat tcp_bw 2>&1 | sed 's/^/   /'
 else
@@ -121,9 +123,12 @@ gcc -O2 -o "$W/metaops" "$W/metaops.c"
 
 declare -A V      # V[workload.target] = "v1 v2 ..."
 WORKLOADS=()
-record() { # WORKLOAD TARGET VALUE
-	[[ " ${WORKLOADS[*]} " == *" $1 "* ]] || WORKLOADS+=("$1")
-	V[$1.$2]="${V[$1.$2]:-} $3"
+record() { # WORKLOAD TARGET VALUE (none: that run failed, shown as -)
+	local w
+	for w in "${WORKLOADS[@]}"; do [ "$w" = "$1" ] && break; done
+	[ "${w:-}" = "$1" ] || WORKLOADS+=("$1")
+	[ -n "$3" ] && V[$1.$2]="${V[$1.$2]:-} $3"
+	return 0
 }
 one_round() { # TARGET: every workload once
 	local t=$1 d=${DIR[$1]} s=$SIZE_MB q=$((SIZE_MB / 4)) out
@@ -142,12 +147,12 @@ one_round() { # TARGET: every workload once
 	rm -rf "${d:?}"/*
 	record "cp -r /usr/include (s)" "$t" "$(timeit cp -r /usr/include "$d/inc")"
 	mkdir -p "$d/m"
-	out=$("$W/metaops" "$d/m" "$FILES")
+	out=$("$W/metaops" "$d/m" "$FILES") || echo "bench: metadata ops on $t failed" >&2
 	for op in create stat rename unlink mkdir rmdir; do
 		record "$op (ops/s)" "$t" "$(echo "$out" | awk -v o=$op '$1 == o { print $2 }')"
 	done
 	mkdir -p "$d/l"
-	(cd "$d/l" && seq 1 "$FILES" | sed 's/^/f/' | xargs touch)
+	(cd "$d/l" && seq 1 "$FILES" | sed 's/^/f/' | xargs touch) || echo "bench: creating $FILES files on $t failed" >&2
 	drop
 	record "ls -lR of $FILES files (s)" "$t" "$(timeit ls -lR "$d/l")"
 	rm -rf "${d:?}"/*
