@@ -120,6 +120,12 @@ int rp_fs_lseek(struct rp_fs *fs, uint64_t ino, uint64_t off, int whence, uint64
 typedef int (*rp_fill_fn)(void *ctx, const char *name, uint64_t ino, uint32_t mode,
 			  uint64_t next_cookie);
 int rp_fs_readdir(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn fill, void *ctx);
+/* readdirplus: each entry with its attributes. An entry other than "." and
+ * ".." that fill takes (returns 0 for) counts as a lookup, as rp_fs_lookup;
+ * lookup tells fill which ones do. */
+typedef int (*rp_fillplus_fn)(void *ctx, const char *name, const struct rp_attr *a, bool lookup,
+			      uint64_t next_cookie);
+int rp_fs_readdirplus(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fillplus_fn fill, void *ctx);
 int rp_fs_opendir(struct rp_fs *fs, uint64_t ino);
 
 int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void *value,

@@ -676,31 +676,54 @@ int rp_fs_opendir(struct rp_fs *fs, uint64_t ino)
 	return rc;
 }
 
-int rp_fs_readdir(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn fill, void *ctx)
+/* One entry to fill or fillplus; with fillplus a taken entry that is a
+ * child counts as a lookup. With fs->mu held. */
+static int emit(struct rp_fs *fs, rp_fill_fn fill, rp_fillplus_fn plus, void *ctx,
+		const char *name, uint64_t ino, struct rp_inode *in, bool child, uint64_t next)
+{
+	if (!plus)
+		return fill(ctx, name, ino, in ? in->mode : (child ? 0 : S_IFDIR), next);
+	struct rp_attr a = { .ino = ino, .mode = child ? 0 : S_IFDIR };
+	if (in)
+		attr_out(fs, in, &a);
+	int full = plus(ctx, name, &a, child && in, next);
+	if (!full && child && in)
+		in->nlookup++;
+	return full;
+}
+
+static int readdir_walk(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn fill,
+			rp_fillplus_fn plus, void *ctx)
 {
 	struct rp_inode *d;
 	pthread_mutex_lock(&fs->mu);
 	int rc = get_dir(fs, ino, &d);
 	if (rc)
 		goto out;
-	if (off < 1 && fill(ctx, ".", d->ino, d->mode, 1))
+	if (off < 1 && emit(fs, fill, plus, ctx, ".", d->ino, d, false, 1))
 		goto out;
-	if (off < 2) {
-		struct rp_inode *pp = fs_inode(fs, d->parent);
-		if (fill(ctx, "..", d->parent, pp ? pp->mode : S_IFDIR, 2))
-			goto out;
-	}
+	if (off < 2 && emit(fs, fill, plus, ctx, "..", d->parent, fs_inode(fs, d->parent), false, 2))
+		goto out;
 	for (size_t i = dir_seek(d->dir, off < 2 ? 2 : off); i < d->dir->n; i++) {
 		const struct rp_dirent *e = &d->dir->ents[i];
 		if (!e->name)
 			continue;
-		struct rp_inode *c = fs_inode(fs, e->ino);
-		if (fill(ctx, e->name, e->ino, c ? c->mode : 0, e->cookie))
+		if (emit(fs, fill, plus, ctx, e->name, e->ino, fs_inode(fs, e->ino), true, e->cookie))
 			break;
 	}
 out:
 	pthread_mutex_unlock(&fs->mu);
 	return rc;
+}
+
+int rp_fs_readdir(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn fill, void *ctx)
+{
+	return readdir_walk(fs, ino, off, fill, NULL, ctx);
+}
+
+int rp_fs_readdirplus(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fillplus_fn fill, void *ctx)
+{
+	return readdir_walk(fs, ino, off, NULL, fill, ctx);
 }
 
 /* ---- extended attributes ---- */

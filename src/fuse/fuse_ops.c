@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How long the kernel may cache attributes and names (seconds). */
+/* How long the kernel may cache attributes and names (seconds), and whether
+ * file pages stay cached across opens: set by rdmapoolfs.c per mount kind. */
 double rp_fuse_attr_timeout = 1.0;
+bool rp_fuse_keep_cache;
 
 static struct rp_fs *FS(fuse_req_t req)
 {
@@ -59,7 +61,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-	conn->want &= ~FUSE_CAP_READDIRPLUS;
+	/* readdirplus always: ls -l reads the whole directory before it stats
+	 * anything, so the kernel's adaptive mode would fall back to plain
+	 * readdir after the first batch and then look every name up */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	/* open(O_TRUNC) arrives at op_open, which truncates (rp_fs_open) */
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
@@ -195,7 +203,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* O_DIRECT needs no direct_io here: the kernel sends such reads and
 	 * writes straight to us and keeps the page cache coherent, and mmap
 	 * of the file still works (it does not with direct_io) */
-	fi->keep_cache = 0;
+	fi->keep_cache = rp_fuse_keep_cache;
 	fuse_reply_open(req, fi);
 }
 
@@ -317,6 +325,49 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	int rc = rp_fs_readdir(FS(req), ino, off < 0 ? 0 : (uint64_t)off, fill, &d);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+/* readdirplus: names with attributes, so ls -l needs no lookup per entry;
+ * each entry other than "." and ".." that fits is a lookup (the kernel
+ * forgets it later), counted by the fs layer only when it fits. */
+static int fillplus(void *ctx, const char *name, const struct rp_attr *a, bool lookup,
+		    uint64_t next)
+{
+	struct dirbuf *d = ctx;
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	if (lookup) {
+		e.ino = a->ino;
+		e.generation = a->generation;
+		e.attr_timeout = e.entry_timeout = rp_fuse_attr_timeout;
+		rp_attr_to_stat(a, &e.attr);
+	} else {
+		e.attr.st_ino = a->ino;
+		e.attr.st_mode = a->mode;
+	}
+	size_t need = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, 0);
+	if (d->used + need > d->size)
+		return 1;
+	fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used, name, &e, (off_t)next);
+	d->used += need;
+	return 0;
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	struct dirbuf d = { .req = req, .buf = malloc(size), .size = size };
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	int rc = rp_fs_readdirplus(FS(req), ino, off < 0 ? 0 : (uint64_t)off, fillplus, &d);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -447,6 +498,7 @@ const struct fuse_lowlevel_ops rp_fuse_ops = {
 	.fsync = op_fsync,
 	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
 	.releasedir = op_releasedir,
 	.fsyncdir = op_fsyncdir,
 	.statfs = op_statfs,

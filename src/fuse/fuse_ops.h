@@ -3,11 +3,14 @@
 #define RDMAPOOLFS_FUSE_OPS_H
 
 #define FUSE_USE_VERSION 34
+#include <stdbool.h>
 #include <fuse_lowlevel.h>
 
 extern const struct fuse_lowlevel_ops rp_fuse_ops;
-/* Attribute and entry cache time given to the kernel, in seconds: shorter
- * on read-only mounts, which see the writer's changes. */
+/* Attribute and entry cache time given to the kernel, in seconds, and
+ * whether file pages stay cached across opens: short and no on read-only
+ * mounts, which see the writer's changes; long and yes on the writer's. */
 extern double rp_fuse_attr_timeout;
+extern bool rp_fuse_keep_cache;
 
 #endif

@@ -19,6 +19,9 @@
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 
+/* What the kernel may cache on a read-write mount (see main) */
+#define RW_CACHE_SECONDS 60.0
+
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
 	unsigned commit, follow;
@@ -247,6 +250,13 @@ int main(int argc, char **argv)
 		/* changes show within the follow interval plus the kernel's cache time */
 		unsigned ms = o.follow ? o.follow : RP_DEFAULT_FOLLOW_MS;
 		rp_fuse_attr_timeout = ms < 1000 ? ms / 1000.0 : 1.0;
+	} else {
+		/* the lease makes this mount the volume's only writer: every change
+		 * passes through this kernel, which updates or drops what it caches,
+		 * so names, attributes and pages may stay cached (the bound only
+		 * limits the harm of a bug) */
+		rp_fuse_attr_timeout = RW_CACHE_SECONDS;
+		rp_fuse_keep_cache = true;
 	}
 	if (rp_fs_mount(ps, &mo, &fs, err, sizeof(err)) < 0) {
 		report(0, err);
