@@ -12,6 +12,9 @@
 #include <rdmapool/layout.h>
 #include <rdmapool/transport.h>
 
+/* bitmap words an allocation reads per step: 512 bytes, 4096 blocks */
+#define RP_ALLOC_SPAN_WORDS 64
+
 struct rp_pool {
 	bool present;              /* listed in the cluster file */
 	struct rp_peer peer;
@@ -21,6 +24,11 @@ struct rp_pool {
 	char err[320];
 	pthread_mutex_t mu;
 	uint64_t cursor;           /* next bitmap word this client looks at */
+	/* The span of the bitmap last read, kept up to date with what our CASes
+	 * return: the next allocation tries it without a read (a stale word
+	 * only costs a failed CAS, which returns the real one). */
+	uint64_t span[RP_ALLOC_SPAN_WORDS];
+	uint64_t span_w0, span_n;  /* span_n 0: nothing cached */
 	uint64_t last_revive_ms;   /* last reconnect attempt */
 };
 

@@ -1,7 +1,8 @@
 /* Block allocation by clients alone: read a span of a pool's bitmap, pick a
  * free run inside one 64-bit word, claim it with one remote compare-and-swap,
  * and on a conflict retry with the value the CAS returned. Many clients can
- * allocate from one pool at once without the pool server's CPU. */
+ * allocate from one pool at once without the pool server's CPU. The span
+ * stays cached, so allocations after the first cost one CAS each. */
 #include "config.h"
 #include <rdmapool/bitmap.h>
 #include <rdmapool/log.h>
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SPAN_WORDS 64 /* bitmap words read per step: 512 bytes, 4096 blocks */
+#define SPAN_WORDS RP_ALLOC_SPAN_WORDS
 
 static int get_pool(struct rp_poolset *ps, uint32_t pool, struct rp_pool **out)
 {
@@ -27,48 +28,101 @@ static uint64_t word_off(const struct rp_pool *p, uint64_t w)
 	return p->sb.bitmap_off + w * 8;
 }
 
+/* Claim a run of up to want blocks in span[0..n) (bitmap words w0..): 1 with
+ * the run in out, 0 when the span has none, or a negative errno. span is
+ * updated with every value a CAS returns. */
+static int claim_in_span(struct rp_pool *p, uint32_t pool, uint64_t w0, uint64_t *span,
+			 uint64_t n, uint32_t want, struct rp_extent *out)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		unsigned bit, len;
+		while (rp_bitmap_find_run(span[i], want, &bit, &len) == 0) {
+			uint64_t v = span[i], nv = v | rp_bitmap_mask(bit, len), old;
+			int rc = rp_conn_cas(p->conn, word_off(p, w0 + i), v, nv, &old);
+			if (rc < 0)
+				return rc;
+			if (old == v) {
+				span[i] = nv;
+				*out = (struct rp_extent){ .pool = pool, .block = (w0 + i) * 64 + bit,
+							   .count = len };
+				return 1;
+			}
+			span[i] = old; /* lost a race: retry this word with its real value */
+		}
+	}
+	return 0;
+}
+
+/* Keep span (words w0..w0+n) as the pool's cached span; the cursor stays on
+ * the word the last run came from while it has room. */
+static void remember(struct rp_pool *p, uint64_t w0, const uint64_t *span, uint64_t n,
+		     const struct rp_extent *got)
+{
+	pthread_mutex_lock(&p->mu);
+	memcpy(p->span, span, n * 8);
+	p->span_w0 = w0;
+	p->span_n = n;
+	if (got) {
+		uint64_t w = got->block / 64;
+		p->cursor = span[w - w0] == ~0ull ? (w + 1) % p->sb.bitmap_words : w;
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
 {
 	struct rp_pool *p = NULL;
-	uint64_t span[SPAN_WORDS];
+	uint64_t span[SPAN_WORDS], w0, n;
 	int rc = get_pool(ps, pool, &p);
 	if (rc < 0)
 		return rc;
 	if (want == 0 || want > 64)
 		return -EINVAL;
 
+	/* first the cached span, from the cursor on */
 	pthread_mutex_lock(&p->mu);
-	uint64_t start = p->cursor;
+	uint64_t start = p->cursor, words = p->sb.bitmap_words;
+	n = 0;
+	if (p->span_n && start >= p->span_w0 && start < p->span_w0 + p->span_n) {
+		w0 = start;
+		n = p->span_w0 + p->span_n - start;
+		memcpy(span, p->span + (start - p->span_w0), n * 8);
+	}
 	pthread_mutex_unlock(&p->mu);
-	uint64_t words = p->sb.bitmap_words;
-
+	if (n) {
+		rc = claim_in_span(p, pool, w0, span, n, want, out);
+		if (rc != 0) {
+			if (rc > 0) {
+				uint64_t full[SPAN_WORDS];
+				/* merge back into the cache as it is now */
+				pthread_mutex_lock(&p->mu);
+				bool same = p->span_n && p->span_w0 <= w0 &&
+					    w0 + n == p->span_w0 + p->span_n;
+				uint64_t fw0 = p->span_w0, fn = p->span_n;
+				if (same) {
+					memcpy(full, p->span, fn * 8);
+					memcpy(full + (w0 - fw0), span, n * 8);
+				}
+				pthread_mutex_unlock(&p->mu);
+				if (same)
+					remember(p, fw0, full, fn, out);
+			}
+			return rc < 0 ? rc : 0;
+		}
+	}
+	/* then fresh reads, span by span, round the whole bitmap */
 	for (uint64_t scanned = 0; scanned < words;) {
-		uint64_t w0 = (start + scanned) % words;
-		uint64_t n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
+		w0 = (start + scanned) % words;
+		n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
 		rc = rp_conn_read(p->conn, word_off(p, w0), span, n * 8);
 		if (rc < 0)
 			return rc;
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t v = span[i];
-			unsigned bit, len;
-			while (rp_bitmap_find_run(v, want, &bit, &len) == 0) {
-				uint64_t nv = v | rp_bitmap_mask(bit, len), old;
-				rc = rp_conn_cas(p->conn, word_off(p, w0 + i), v, nv, &old);
-				if (rc < 0)
-					return rc;
-				if (old == v) {
-					out->pool = pool;
-					out->block = (w0 + i) * 64 + bit;
-					out->count = len;
-					pthread_mutex_lock(&p->mu);
-					/* stay on a word that still has room */
-					p->cursor = (nv == ~0ull) ? (w0 + i + 1) % words : w0 + i;
-					pthread_mutex_unlock(&p->mu);
-					return 0;
-				}
-				v = old; /* lost a race: retry this word with its real value */
-			}
-		}
+		rc = claim_in_span(p, pool, w0, span, n, want, out);
+		if (rc < 0)
+			return rc;
+		remember(p, w0, span, n, rc > 0 ? out : NULL);
+		if (rc > 0)
+			return 0;
 		scanned += n;
 	}
 	return -ENOSPC;
@@ -120,8 +174,13 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 				return -EUCLEAN;
 			}
 			rc = rp_conn_cas(p->conn, word_off(p, w), v, v & ~mask, &old);
-			if (rc == 0 && old == v)
+			if (rc == 0 && old == v) {
+				pthread_mutex_lock(&p->mu);
+				if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
+					p->span[w - p->span_w0] = v & ~mask; /* reusable at once */
+				pthread_mutex_unlock(&p->mu);
 				break;
+			}
 			v = old;
 		}
 		b += len;

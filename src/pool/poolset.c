@@ -203,6 +203,8 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		goto out;
 	}
 	if (rc == 0)
+		p->span_n = 0; /* read the bitmap afresh */
+	if (rc == 0)
 		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,
 			p->peer.port, rp_transport_name(rp_conn_kind(p->conn)));
 out:
