@@ -129,12 +129,24 @@ static int post(struct rp_fs *fs, enum rp_opcode opc, struct rp_io *ios, size_t 
 	return rc < 0 ? rc : rp_poolset_rw(fs->ps, opc, ios, n);
 }
 
+/* Zeroing of new blocks around what a write covers: small pieces that ride
+ * along in the write's first batch instead of costing a round trip. */
+#define ZERO_RIDE_MAX 8
+struct zeroes {
+	struct rp_io io[ZERO_RIDE_MAX];
+	size_t n;
+};
+
 static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size_t n, uint64_t off,
-		    struct rp_buf *b)
+		    struct rp_buf *b, struct zeroes *z)
 {
 	struct rp_io ios[64];
 	size_t k = 0;
 	int rc = 0;
+	for (; z && k < z->n; k++)
+		ios[k] = z->io[k];
+	if (z)
+		z->n = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (ps[i].pool < 0) {
 			if (opc == RP_OP_READ)
@@ -215,7 +227,7 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
 		chunk = ps[n - 1].fpos + ps[n - 1].len - pos; /* fewer pieces than needed: shorter */
 		pthread_mutex_unlock(&fs->mu);
-		rc = transfer(fs, RP_OP_READ, ps, n, pos, b);
+		rc = transfer(fs, RP_OP_READ, ps, n, pos, b, NULL);
 		if (rc == 0) {
 			memcpy((uint8_t *)dst + done, rp_buf_data(b), chunk);
 			done += chunk;
@@ -336,24 +348,36 @@ static void free_runs(struct rp_fs *fs, struct rp_fext *runs, size_t n)
 	free(runs);
 }
 
+/* Zero [off, off+len) of a pool now, or, when it is small and z has room,
+ * with z's batch. */
+static int zero_piece(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len, struct zeroes *z)
+{
+	if (!z || z->n == ZERO_RIDE_MAX || len > ZERO_BUF_SIZE)
+		return fs_zero_range(fs, pool, off, len);
+	z->io[z->n++] = (struct rp_io){ .pool = pool, .off = off, .buf = fs->zero,
+					.len = (uint32_t)len };
+	return 0;
+}
+
 /* Zero the parts of new runs that [keep_off, keep_end) will not cover. */
 static int zero_new(struct rp_fs *fs, const struct rp_fext *runs, size_t n, uint64_t keep_off,
-		    uint64_t keep_end)
+		    uint64_t keep_end, struct zeroes *z)
 {
 	const uint64_t B = fs->block_size;
 	for (size_t i = 0; i < n; i++) {
 		const struct rp_pool_sb *sb = &fs->ps->pools[runs[i].pool].sb;
+		uint32_t pool = runs[i].pool;
 		uint64_t s = runs[i].fblock * B, e = (runs[i].fblock + runs[i].count) * B;
 		uint64_t base = rp_block_offset(sb, runs[i].pblock);
 		uint64_t z1 = RP_MIN(RP_MAX(keep_off, s), e), z2 = RP_MAX(RP_MIN(keep_end, e), s);
 		int rc = 0;
 		if (keep_end <= s || keep_off >= e)
-			rc = fs_zero_range(fs, runs[i].pool, base, e - s);
+			rc = zero_piece(fs, pool, base, e - s, z);
 		else {
 			if (z1 > s)
-				rc = fs_zero_range(fs, runs[i].pool, base, z1 - s);
+				rc = zero_piece(fs, pool, base, z1 - s, z);
 			if (rc == 0 && z2 < e)
-				rc = fs_zero_range(fs, runs[i].pool, base + (z2 - s), e - z2);
+				rc = zero_piece(fs, pool, base + (z2 - s), e - z2, z);
 		}
 		if (rc < 0)
 			return rc;
@@ -386,6 +410,31 @@ static int commit_runs(struct rp_fs *fs, struct rp_inode *in, const struct rp_fe
 	return rc;
 }
 
+/* A write inside the file's size over mapped blocks changes neither map nor
+ * size, so such overwrites share the file's lock with each other and with
+ * reads (as O_DIRECT overwrites do on local filesystems); the rest take it
+ * alone. Returns true with in->io read-locked for an overwrite. */
+static bool lock_overwrite(struct rp_fs *fs, struct rp_inode *in, uint64_t off, size_t len)
+{
+	const uint64_t B = fs->block_size;
+	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off)
+		return false;
+	pthread_rwlock_rdlock(&in->io);
+	pthread_mutex_lock(&fs->mu);
+	uint64_t b = off / B, end = (off + len + B - 1) / B;
+	bool inside = off + len <= in->size;
+	for (size_t i = emap_find(&in->map, b); inside && b < end; i++) {
+		if (i >= in->map.n || in->map.v[i].fblock > b)
+			inside = false; /* a hole */
+		else
+			b = in->map.v[i].fblock + in->map.v[i].count;
+	}
+	pthread_mutex_unlock(&fs->mu);
+	if (!inside)
+		pthread_rwlock_unlock(&in->io);
+	return inside;
+}
+
 ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, const void *src,
 		    bool append, uint64_t *end_off)
 {
@@ -394,6 +443,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	struct rp_fext *runs = NULL;
 	size_t nruns = 0;
 	struct rp_buf *b = NULL;
+	struct zeroes z = { .n = 0 };
 	int rc;
 
 	struct rp_inode *in;
@@ -401,7 +451,8 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 		return rc;
 	if (len == 0)
 		return 0;
-	pthread_rwlock_wrlock(&in->io);
+	if (append || !lock_overwrite(fs, in, off, len))
+		pthread_rwlock_wrlock(&in->io);
 	if (append) {
 		pthread_mutex_lock(&fs->mu);
 		off = in->size;
@@ -413,7 +464,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	}
 	if ((rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns)) < 0)
 		goto out;
-	if ((rc = zero_new(fs, runs, nruns, off, off + len)) < 0)
+	if ((rc = zero_new(fs, runs, nruns, off, off + len, &z)) < 0)
 		goto out;
 	pthread_mutex_lock(&fs->mu);
 	rc = data_zero_tail(fs, in, off + len);
@@ -450,7 +501,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 		}
 		chunk = RP_MIN(chunk, ps[n - 1].fpos + ps[n - 1].len - pos);
 		memcpy(rp_buf_data(b), (const uint8_t *)src + done, chunk);
-		rc = transfer(fs, RP_OP_WRITE, ps, n, pos, b);
+		rc = transfer(fs, RP_OP_WRITE, ps, n, pos, b, &z);
 		done += chunk;
 	}
 	bufpool_put(fs, b);
@@ -602,7 +653,7 @@ static int allocate(struct rp_fs *fs, struct rp_inode *in, uint64_t off, uint64_
 	if (rc == 0)
 		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
 	if (rc == 0)
-		rc = zero_new(fs, runs, nruns, 0, 0);
+		rc = zero_new(fs, runs, nruns, 0, 0, NULL);
 	if (rc == 0) {
 		pthread_mutex_lock(&fs->mu);
 		uint64_t size = keep_size ? in->size : RP_MAX(in->size, off + len);
