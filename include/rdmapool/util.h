@@ -29,6 +29,10 @@ void rp_format_size(uint64_t bytes, char *buf, size_t len);
  * Return 0, -ECONNRESET on EOF, or a negative errno. */
 int rp_read_full(int fd, void *buf, size_t len);
 int rp_write_full(int fd, const void *buf, size_t len);
+/* All of iov[0..n) in as few sends as the socket takes (one, usually);
+ * iov is consumed. A socket only. */
+struct iovec;
+int rp_writev_full(int fd, struct iovec *iov, size_t n);
 /* Read and drop len bytes (a refused payload), keeping a stream in step. */
 int rp_discard_full(int fd, uint64_t len);
 

@@ -3,10 +3,12 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,6 +124,30 @@ int rp_write_full(int fd, const void *buf, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int rp_writev_full(int fd, struct iovec *iov, size_t n)
+{
+	while (n > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = RP_MIN(n, (size_t)IOV_MAX) };
+		/* MSG_NOSIGNAL: a dead peer is an error to report, not SIGPIPE. */
+		ssize_t sent = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		if (sent < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (n > 0 && (size_t)sent >= iov->iov_len) {
+			sent -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + sent;
+			iov->iov_len -= (size_t)sent;
+		}
 	}
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define TCP_INFLIGHT_GROUPS 512
@@ -320,30 +321,30 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 				rp_op_complete(&g[i], rc);
 			continue;
 		}
+		/* the whole group, headers and payloads, in one send */
+		uint8_t req[RP_GROUP_MAX][RP_REQ_LEN];
+		struct iovec iov[2 * RP_GROUP_MAX];
+		size_t niov = 0;
 		for (uint32_t i = 0; i < gn; i++) {
 			uint64_t id = ((uint64_t)token << 8) | i;
-			uint8_t req[RP_REQ_LEN] = { 0 };
-			if (rc < 0) {
-				/* never sent: no response will come, complete here */
-				rp_inflight_complete(&tc->inflight, id, rc, false);
-				continue;
-			}
-			req[0] = (uint8_t)g[i].opcode;
-			rp_put_le32(req + 4, c->rkey);
-			rp_put_le64(req + 8, id);
-			rp_put_le64(req + 16, g[i].offset);
-			rp_put_le32(req + 24, g[i].len);
-			rp_put_le64(req + 32, g[i].compare);
-			rp_put_le64(req + 40, g[i].value);
-			rc = rp_write_full(tc->fd, req, sizeof(req));
-			if (rc == 0 && g[i].opcode == RP_OP_WRITE)
-				rc = rp_write_full(tc->fd, g[i].local, g[i].len);
-			if (rc < 0) {
-				/* The receive thread fails this op and the rest when the
-				 * connection goes down; the ops after it are failed here. */
-				rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
-				mark_dead(tc, rc);
-			}
+			memset(req[i], 0, RP_REQ_LEN);
+			req[i][0] = (uint8_t)g[i].opcode;
+			rp_put_le32(req[i] + 4, c->rkey);
+			rp_put_le64(req[i] + 8, id);
+			rp_put_le64(req[i] + 16, g[i].offset);
+			rp_put_le32(req[i] + 24, g[i].len);
+			rp_put_le64(req[i] + 32, g[i].compare);
+			rp_put_le64(req[i] + 40, g[i].value);
+			iov[niov++] = (struct iovec){ .iov_base = req[i], .iov_len = RP_REQ_LEN };
+			if (g[i].opcode == RP_OP_WRITE)
+				iov[niov++] = (struct iovec){ .iov_base = g[i].local, .iov_len = g[i].len };
+		}
+		rc = rp_writev_full(tc->fd, iov, niov);
+		if (rc < 0) {
+			/* The receive thread fails these ops and the rest when the
+			 * connection goes down; the groups after it are failed here. */
+			rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
+			mark_dead(tc, rc);
 		}
 	}
 	pthread_mutex_unlock(&tc->mu);

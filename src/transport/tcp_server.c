@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -212,9 +213,10 @@ static int serve(struct client *cl)
 		rp_put_le32(resp + 12, rlen);
 		rp_put_le64(resp + 16, result);
 		rp_put_le64(resp + 24, 0);
-		rc = rp_write_full(cl->fd, resp, sizeof(resp));
-		if (rc == 0 && rlen)
-			rc = rp_write_full(cl->fd, base + off, rlen);
+		/* header and data in one send: one segment, one wake-up */
+		struct iovec iov[2] = { { .iov_base = resp, .iov_len = sizeof(resp) },
+					{ .iov_base = base + off, .iov_len = rlen } };
+		rc = rp_writev_full(cl->fd, iov, rlen ? 2 : 1);
 		if (rc < 0)
 			return rc;
 	}
