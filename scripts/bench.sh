@@ -53,7 +53,9 @@ done
 "$B/src/fuse/rdmapoolfs" "$W/cluster.json" "$W/rp" -o log="$W/fs.log"
 if [ -f "$PT_SRC" ] && gcc -O2 -o "$W/passthrough_ll" "$PT_SRC" $(pkg-config --cflags --libs fuse3) 2> "$W/pt.log"; then
 	# it holds an fd for every inode it has looked up
-	(ulimit -n "$(ulimit -Hn)"; exec "$W/passthrough_ll" -o source="$TMPFS/ptsrc" "$W/pt")
+	# with xattrs, as rdmapool has them: without, the kernel stops asking
+	# after the first ENOSYS, and ls -l or cp would skip two requests a file
+	(ulimit -n "$(ulimit -Hn)"; exec "$W/passthrough_ll" -o source="$TMPFS/ptsrc" -o xattr "$W/pt")
 else
 	echo "bench: cannot build $PT_SRC (libfuse3-dev): no FUSE ceiling column" >&2
 	TARGETS="rdmapool tmpfs"
@@ -61,15 +63,23 @@ fi
 
 echo "== machine: $(nproc) cpus, $(free -g | awk '/Mem:/ { print $2 }') GiB, $(uname -r), $(date -u +%F)"
 echo "== wire"
+wire_rtt=0
 if command -v qperf > /dev/null; then
 	cp "$(command -v qperf)" "$W/qperf" && { "$W/qperf" > /dev/null 2>&1 & disown; }
 	sleep 0.5
-	qperf 127.0.0.1 -t 4 tcp_lat tcp_bw 2>&1 | sed 's/^/   /'
+	qperf 127.0.0.1 -t 4 tcp_bw 2>&1 | sed 's/^/   /'
+	# qperf's latency is one way; a 4 KiB read is a round trip
+	qperf 127.0.0.1 -t 4 -m 4096 tcp_lat > "$W/qperf.lat" 2>&1
+	sed 's/^/   4 KiB messages: /' "$W/qperf.lat"
+	wire_rtt=$(awk '/latency/ { v = $3; if ($4 == "ms") v *= 1000; if ($4 == "ns") v /= 1000; printf "%.1f", 2 * v }' "$W/qperf.lat")
+	echo "   round trip of 4 KiB: ${wire_rtt:-?} us"
 else
 	echo "   qperf not installed (apt-get install qperf): no raw tcp round trip to compare with"
 fi
 echo "== transport (rdmapool bench: one client, per pool)"
-"$B/src/tools/rdmapool" bench -c "$W/cluster.json" --seconds 4 | sed 's/^/   /'
+"$B/src/tools/rdmapool" bench -c "$W/cluster.json" --seconds 4 > "$W/rb" && sed 's/^/   /' "$W/rb"
+awk -v rtt="${wire_rtt:-0}" '$1 ~ /^[0-9]+$/ && rtt > 0 {
+	printf "   peer %s: 4 KiB read / tcp round trip = %.2f (target <= 1.25)\n", $1, $3 / rtt }' "$W/rb"
 
 # ---- measuring ----
 # fio's terse output: field 7/8 read KiB/s and IOPS, 48/49 write KiB/s and IOPS

@@ -2,7 +2,8 @@
  * pool's address, rkey and size arrive in the accept's private data after the
  * client proved the cluster secret in the request's. READ, WRITE, CMP_AND_SWP
  * and FETCH_AND_ADD are posted as work requests, one signalled per group
- * (selective signalling); a poller thread turns completions into op results. */
+ * (selective signalling); a poller thread turns completions into op results,
+ * unless the waiting thread polls them itself first (rdma_progress). */
 #include "config.h"
 #include "rdma_common.h"
 #include "transport_impl.h"
@@ -138,6 +139,22 @@ static void *poller_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* A waiter's own polling (rp_completion_wait): what has completed, handled
+ * by the thread that waits for it, with no wake-up in between. The queue
+ * pair lock keeps the CQ from being torn down under us; when it is busy
+ * (posting, reconnecting), the poller thread does the work as usual. */
+static void rdma_progress(struct rp_conn *c)
+{
+	struct rdma_conn *rc_ = (struct rdma_conn *)c;
+	struct ibv_wc wc[16];
+	if (pthread_mutex_trylock(&rc_->mu) != 0)
+		return;
+	int got = rc_->cq ? ibv_poll_cq(rc_->cq, 16, wc) : 0;
+	for (int i = 0; i < got; i++)
+		handle_wc(rc_, &wc[i]);
+	pthread_mutex_unlock(&rc_->mu);
 }
 
 static void teardown_qp(struct rdma_conn *rc_)
@@ -558,6 +575,7 @@ static const struct rp_conn_vtbl rdma_vtbl = {
 	.mr_reg = rdma_mr_reg,
 	.mr_dereg = rdma_mr_dereg,
 	.reconnect = rdma_reconnect,
+	.progress = rdma_progress,
 	.is_up = rdma_is_up,
 	.close = rdma_close,
 };

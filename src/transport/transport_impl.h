@@ -7,6 +7,7 @@
 #include <rdmapool/crypto.h>
 #include <rdmapool/transport.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 /* Ops are tracked in groups of at most RP_GROUP_MAX (one post call is split
@@ -71,6 +72,9 @@ struct rp_conn_vtbl {
 	int (*reconnect)(struct rp_conn *c, char *err, size_t errlen);
 	bool (*is_up)(const struct rp_conn *c);
 	void (*close)(struct rp_conn *c);
+	/* optional: complete what has arrived, without blocking; a waiter
+	 * calls it for a short while before it sleeps (rp_completion_wait) */
+	void (*progress)(struct rp_conn *c);
 };
 
 struct rp_conn {
@@ -86,6 +90,9 @@ struct rp_conn {
 	uint64_t remote_addr; /* rdma: region's virtual address */
 	uint32_t rkey;
 	uint8_t pool_uuid[16]; /* as the server proved it */
+	/* recent time from post to completion (moving average, ns): waiters
+	 * poll (progress) only where that is short */
+	_Atomic uint64_t lat_ns;
 	/* bounce buffer for the rp_conn_read/write convenience calls */
 	pthread_mutex_t bounce_mu;
 	void *bounce;
