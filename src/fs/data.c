@@ -15,14 +15,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_BUFS 32
 #define MAX_FILE_SIZE (1ull << 50)
 
-int bufpool_get(struct rp_fs *fs, struct rp_buf **out)
+/* Reads and writes hold a buffer while they wait for fs->mu; the log flush
+ * takes one with fs->mu held. So reads and writes never take the last one:
+ * however many threads serve, a flush always finds a buffer. */
+int bufpool_get(struct rp_fs *fs, struct rp_buf **out, bool for_log)
 {
 	struct rp_bufpool *bp = &fs->bufs;
+	size_t keep = for_log ? 0 : 1;
 	pthread_mutex_lock(&bp->mu);
-	while (bp->nfree == 0 && bp->total >= MAX_BUFS)
+	while (bp->nfree + (BUFPOOL_MAX - bp->total) <= keep)
 		pthread_cond_wait(&bp->cv, &bp->mu);
 	if (bp->nfree) {
 		*out = bp->free[--bp->nfree];
@@ -35,7 +38,7 @@ int bufpool_get(struct rp_fs *fs, struct rp_buf **out)
 	if (rc < 0) {
 		pthread_mutex_lock(&bp->mu);
 		bp->total--;
-		pthread_cond_signal(&bp->cv);
+		pthread_cond_broadcast(&bp->cv);
 		pthread_mutex_unlock(&bp->mu);
 	}
 	return rc;
@@ -46,7 +49,7 @@ void bufpool_put(struct rp_fs *fs, struct rp_buf *b)
 	struct rp_bufpool *bp = &fs->bufs;
 	pthread_mutex_lock(&bp->mu);
 	bp->free[bp->nfree++] = b;
-	pthread_cond_signal(&bp->cv);
+	pthread_cond_broadcast(&bp->cv); /* the flush may wait among readers */
 	pthread_mutex_unlock(&bp->mu);
 }
 
@@ -213,7 +216,7 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 	struct rp_inode *in;
 	if ((rc = regular_file(fs, ino, &in)) < 0)
 		return rc;
-	if ((rc = bufpool_get(fs, &b)) < 0)
+	if ((rc = bufpool_get(fs, &b, false)) < 0)
 		return rc;
 	pthread_rwlock_rdlock(&in->io);
 	while (done < len && rc == 0) {
@@ -471,7 +474,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	pthread_mutex_unlock(&fs->mu);
 	if (rc < 0)
 		goto out;
-	if ((rc = bufpool_get(fs, &b)) < 0)
+	if ((rc = bufpool_get(fs, &b, false)) < 0)
 		goto out;
 	for (size_t done = 0; done < len && rc == 0;) {
 		uint64_t pos = off + done, chunk = RP_MIN((uint64_t)(len - done), (uint64_t)rp_buf_len(b));

@@ -351,6 +351,7 @@ struct rp_fs {
 
 #define SEG_BLOCKS 64
 #define IO_BUF_SIZE (1u << 20)
+#define BUFPOOL_MAX 32 /* registered I/O buffers at most */
 #define ZERO_BUF_SIZE (1u << 20)
 
 /* log.c: with fs->mu held */
@@ -440,7 +441,7 @@ void fs_delete(struct rp_fs *fs);
 int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size);
 /* Zero stale bytes past the end before the file grows to new_size. */
 int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size);
-int bufpool_get(struct rp_fs *fs, struct rp_buf **out);
+int bufpool_get(struct rp_fs *fs, struct rp_buf **out, bool for_log);
 void bufpool_put(struct rp_fs *fs, struct rp_buf *b);
 int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len);
 

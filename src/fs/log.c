@@ -194,7 +194,7 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 		 * new holder may have freed and reused */
 		if ((rc = lease_fence(fs)) < 0)
 			return rc;
-		if ((rc = bufpool_get(fs, &b)) < 0)
+		if ((rc = bufpool_get(fs, &b, true)) < 0)
 			return rc;
 		size_t i = 0;
 		while (i < w->npend && rc == 0) {

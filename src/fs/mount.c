@@ -47,7 +47,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_mutex_init(&fs->bufs.mu, NULL);
 	pthread_cond_init(&fs->bufs.cv, NULL);
 	fs->bufs.size = IO_BUF_SIZE;
-	fs->bufs.free = calloc(32, sizeof(*fs->bufs.free));
+	fs->bufs.free = calloc(BUFPOOL_MAX, sizeof(*fs->bufs.free));
 	int rc = fs->bufs.free ? rp_buf_alloc(ps, ZERO_BUF_SIZE, &fs->zero) : -ENOMEM;
 	if (rc < 0) {
 		free(fs->bufs.free);

@@ -60,6 +60,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* 1 MiB writes: each becomes one batch of one-sided operations */
 	conn->max_write = 1u << 20;
 	conn->max_readahead = 1u << 20;
+	/* async requests (AIO, readahead) the kernel keeps in flight: beyond
+	 * its default of 12, so queue depths like 16 or 32 reach the pools */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* readdirplus always: ls -l reads the whole directory before it stats
 	 * anything, so the kernel's adaptive mode would fall back to plain

@@ -2,7 +2,7 @@
 #ifndef RDMAPOOLFS_FUSE_OPS_H
 #define RDMAPOOLFS_FUSE_OPS_H
 
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #include <stdbool.h>
 #include <fuse_lowlevel.h>
 

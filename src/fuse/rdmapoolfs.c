@@ -6,6 +6,7 @@
 #include <rdmapool/fs.h>
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
+#include <rdmapool/util.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +22,11 @@
 
 /* What the kernel may cache on a read-write mount (see main) */
 #define RW_CACHE_SECONDS 60.0
+#define DEFAULT_THREADS 32
 
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
-	unsigned commit, follow;
+	unsigned commit, follow, threads;
 	int foreground, single, ro, help, version, remount;
 };
 
@@ -37,6 +39,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("log=%s", logfile),
 	OPT("commit=%u", commit),
 	OPT("follow=%u", follow),
+	OPT("threads=%u", threads),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
@@ -120,10 +123,27 @@ static void usage(void)
 	       "                     (default 500: changes show within 1 s)\n"
 	       "  -o remount         with ro or rw: change a mounted volume's read-only flag\n"
 	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
+	       "  -o threads=N       threads serving FUSE requests at most (default 32)\n"
 	       "  -o loglevel=LEVEL  error, warn, info (default) or debug\n"
 	       "  -o log=PATH        append log lines here instead of syslog when detached\n"
 	       "  -o allow_other     let other users in (permission checks are the kernel's)\n"
 	       "  other -o options are passed to FUSE (see mount.fuse3(8))\n");
+}
+
+/* libfuse's default of 10 threads is too few when requests wait on the
+ * network: parallel reads and writes (AIO, several processes) each hold one
+ * while their one-sided operations are in flight. */
+static int serve_mt(struct fuse_session *se, unsigned threads)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -1;
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_max_threads(cfg, threads);
+	fuse_loop_cfg_set_idle_threads(cfg, RP_MIN(threads, 16u));
+	int rc = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
 }
 
 /* Detach before any thread exists; the parent waits for the child's verdict
@@ -277,8 +297,7 @@ int main(int argc, char **argv)
 	if (o.single) {
 		rc = fuse_session_loop(se);
 	} else {
-		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 16 };
-		rc = fuse_session_loop_mt(se, &cfg);
+		rc = serve_mt(se, o.threads ? o.threads : DEFAULT_THREADS);
 	}
 	rc = rc ? 1 : 0;
 	fuse_session_unmount(se);
