@@ -7,6 +7,7 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +113,11 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 }
 
 /* A waiter polls connections that have progress() for up to twice their
- * recent latency, when that is below this: on a fast link the completion is
- * there before a sleeping thread could be woken for it (two wake-ups: the
- * poller's and ours). On slow links (tcp, emulated rdma) it sleeps at once. */
-#define POLL_MAX_NS 50000ull
+ * recent latency, when that is below this, yielding the CPU between polls:
+ * the completion is handled by the thread that waits for it, with no
+ * wake-ups (the poller's, then ours) in between, as perftest measures the
+ * link. Longer operations, and tcp (no progress()), sleep at once. */
+#define POLL_MAX_NS 1000000ull
 #define LAT_START_NS 10000ull
 
 static size_t conns_of(struct rp_completion *comp, struct rp_conn **conns)
@@ -145,10 +147,12 @@ static void poll_briefly(struct rp_completion *comp, uint64_t t0)
 		if (conns[i]->vt->progress && lat < POLL_MAX_NS)
 			budget = RP_MAX(budget, 2 * lat);
 	}
-	while (budget && rp_now_ns() - t0 < budget && !comp_done(comp))
+	while (budget && rp_now_ns() - t0 < budget && !comp_done(comp)) {
 		for (size_t i = 0; i < n; i++)
 			if (conns[i]->vt->progress)
 				conns[i]->vt->progress(conns[i]);
+		sched_yield();
+	}
 }
 
 static void note_latency(struct rp_conn **conns, size_t n, uint64_t t0)
