@@ -105,6 +105,12 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags);
 void rp_fs_release(struct rp_fs *fs, uint64_t ino);
 /* Returns bytes read (short at end of file). */
 ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst);
+/* As rp_fs_read, but the bytes (short at end of file) go to sink once,
+ * straight from the registered buffer the pools put them in, before it
+ * returns 0; on an error (a negative errno) sink is not called. */
+typedef void (*rp_read_sink)(void *ctx, const void *data, size_t n);
+int rp_fs_read_to(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, rp_read_sink sink,
+		  void *ctx);
 ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, const void *src,
 		    bool append, uint64_t *end_off);
 int rp_fs_fsync(struct rp_fs *fs, uint64_t ino);

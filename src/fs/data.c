@@ -74,7 +74,15 @@ int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
 }
 
 static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uint64_t to);
-static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst);
+/* Where a read's bytes go: copied to dst, or, when they fit in one I/O
+ * buffer, handed to sink straight from it (no copy). */
+struct read_out {
+	void *dst;
+	rp_read_sink sink;
+	void *ctx;
+};
+static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len,
+			 const struct read_out *out);
 
 /* Where file byte pos lives: pool and byte offset, or a hole (-1). */
 struct piece {
@@ -189,28 +197,54 @@ static bool ts_le(struct timespec a, struct timespec b)
 	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
 }
 
-ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
+static ssize_t read_any(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len,
+			const struct read_out *out)
 {
 	if (!fs->ro)
-		return read_file(fs, ino, off, len, dst);
+		return read_file(fs, ino, off, len, out);
 	/* A read-only mount reads through the maps it has applied: no record
 	 * is applied meanwhile, and none of it once the writer may have given
 	 * our blocks away (follow.c). */
 	if (!follow_fresh(fs))
 		return -EIO;
 	pthread_rwlock_rdlock(&fs->apply);
-	ssize_t n = read_file(fs, ino, off, len, dst);
+	ssize_t n = read_file(fs, ino, off, len, out);
 	pthread_rwlock_unlock(&fs->apply);
 	/* the writer deleted a file open here: its blocks may be another
 	 * file's by now (as on NFS) */
 	return n == -ENOENT ? -ESTALE : n;
 }
 
-static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
+ssize_t rp_fs_read(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, void *dst)
+{
+	struct read_out out = { .dst = dst };
+	return read_any(fs, ino, off, len, &out);
+}
+
+int rp_fs_read_to(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, rp_read_sink sink,
+		  void *ctx)
+{
+	if (len <= fs->bufs.size) {
+		struct read_out out = { .sink = sink, .ctx = ctx };
+		ssize_t n = read_any(fs, ino, off, len, &out);
+		return n < 0 ? (int)n : 0;
+	}
+	void *tmp = malloc(len);
+	if (!tmp)
+		return -ENOMEM;
+	ssize_t n = rp_fs_read(fs, ino, off, len, tmp);
+	if (n >= 0)
+		sink(ctx, tmp, (size_t)n);
+	free(tmp);
+	return n < 0 ? (int)n : 0;
+}
+
+static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len,
+			 const struct read_out *out)
 {
 	struct piece ps[256];
 	struct rp_buf *b;
-	size_t done = 0;
+	size_t done = 0, held = 0; /* held: bytes in b not yet delivered */
 	int rc = 0;
 
 	struct rp_inode *in;
@@ -226,16 +260,26 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 			pthread_mutex_unlock(&fs->mu);
 			break;
 		}
-		uint64_t chunk = RP_MIN(RP_MIN((uint64_t)(len - done), size - pos), (uint64_t)rp_buf_len(b));
+		uint64_t room = rp_buf_len(b) - held;
+		uint64_t chunk = RP_MIN(RP_MIN((uint64_t)(len - done), size - pos), room);
 		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
 		chunk = ps[n - 1].fpos + ps[n - 1].len - pos; /* fewer pieces than needed: shorter */
 		pthread_mutex_unlock(&fs->mu);
-		rc = transfer(fs, RP_OP_READ, ps, n, pos, b, NULL);
-		if (rc == 0) {
-			memcpy((uint8_t *)dst + done, rp_buf_data(b), chunk);
-			done += chunk;
+		/* the bytes land after those already held */
+		rc = transfer(fs, RP_OP_READ, ps, n, pos - held, b, NULL);
+		if (rc < 0)
+			break;
+		done += chunk;
+		held += chunk;
+		if (out->dst && (held == rp_buf_len(b) || done == len)) {
+			memcpy((uint8_t *)out->dst + done - held, rp_buf_data(b), held);
+			held = 0;
 		}
 	}
+	if (rc == 0 && out->dst && held)
+		memcpy((uint8_t *)out->dst + done - held, rp_buf_data(b), held);
+	if (rc == 0 && out->sink)
+		out->sink(out->ctx, rp_buf_data(b), held);
 	pthread_rwlock_unlock(&in->io);
 	bufpool_put(fs, b);
 	if (rc < 0) {

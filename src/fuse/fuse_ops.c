@@ -232,6 +232,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	fuse_reply_create(req, &e, fi);
 }
 
+/* The reply goes out from the buffer the pools wrote the bytes into. */
+static void reply_read(void *req, const void *data, size_t n)
+{
+	fuse_reply_buf(req, data, n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -240,17 +246,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	void *buf = malloc(size ? size : 1);
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	ssize_t n = rp_fs_read(FS(req), ino, (uint64_t)off, size, buf);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
+	int rc = rp_fs_read_to(FS(req), ino, (uint64_t)off, size, reply_read, req);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
