@@ -95,6 +95,10 @@ int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struct rp_extent *out);
 /* Release an extent; -EUCLEAN if any of its blocks was not allocated. */
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);
+/* Release many extents at once: every word touched is read in one batch and
+ * cleared in another (per pool), not one round trip after another. The
+ * first error is returned; the other extents are freed all the same. */
+int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
 
 /* Free and total blocks of one pool, read from its bitmap. */
 int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, uint64_t *free_blocks, uint64_t *total);

@@ -305,23 +305,36 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 }
 
 /* One run from the stripe's pool, else any pool (a full or unreachable pool
- * does not stop writes). */
+ * does not stop writes). Small requests come from the blocks claimed ahead
+ * (prealloc.c), and claim a whole word's run ahead while there is room. */
 static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *e)
 {
 	int rc;
+	if (want < 64 && prealloc_take(fs, pool, want, e))
+		return 0;
 	/* data never takes the reserve (space.c) */
 	if (!space_available(fs, want)) {
 		pthread_mutex_lock(&fs->mu);
 		rc = space_check_locked(fs, want);
 		pthread_mutex_unlock(&fs->mu);
 		if (rc < 0)
-			return rc;
+			return prealloc_take_any(fs, want, e) ? 0 : rc;
 	}
-	rc = rp_pool_alloc(fs->ps, pool, want, e);
+	uint32_t ask = want < 64 && prealloc_enabled(fs) && space_available(fs, 64) ? 64 : want;
+	rc = rp_pool_alloc(fs->ps, pool, ask, e);
 	if (rc < 0 && fs->ps->npeers > 1)
-		rc = rp_poolset_alloc(fs->ps, pool + 1, want, e);
-	if (rc == 0)
+		rc = rp_poolset_alloc(fs->ps, pool + 1, ask, e);
+	if (rc == -ENOSPC && prealloc_take_any(fs, want, e))
+		return 0;
+	if (rc == 0) {
 		space_taken(fs, e->count);
+		if (e->count > want) {
+			struct rp_extent rest = { .pool = e->pool, .block = e->block + want,
+						  .count = e->count - want };
+			e->count = want;
+			prealloc_keep(fs, &rest);
+		}
+	}
 	return rc;
 }
 

@@ -326,6 +326,8 @@ struct rp_fs {
 	uint32_t log_segments_at_ckpt;
 	struct rp_bufpool bufs;
 	struct rp_buf *zero;     /* registered zeros for filling new blocks */
+	pthread_mutex_t prealloc_mu;
+	struct rp_extent *prealloc; /* by peer id: blocks claimed ahead (prealloc.c) */
 	pthread_t bg;
 	bool bg_running;
 	atomic_bool stop;
@@ -444,5 +446,15 @@ int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size);
 int bufpool_get(struct rp_fs *fs, struct rp_buf **out, bool for_log);
 void bufpool_put(struct rp_fs *fs, struct rp_buf *b);
 int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len);
+
+/* prealloc.c: blocks claimed ahead for small allocations */
+int prealloc_init(struct rp_fs *fs);
+void prealloc_fini(struct rp_fs *fs);
+bool prealloc_enabled(const struct rp_fs *fs);
+bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *out);
+bool prealloc_take_any(struct rp_fs *fs, uint32_t want, struct rp_extent *out);
+void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest);
+/* Back to the pools; while the lease is held, before it is released. */
+void prealloc_return(struct rp_fs *fs);
 
 #endif

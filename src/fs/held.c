@@ -53,18 +53,23 @@ void held_release(struct rp_fs *fs)
 	uint32_t period = fs->lease.period_ms ? fs->lease.period_ms : 1000;
 	if (readers_scan(fs->ps, fs->slot, &fs->readers, period, &min) < 0)
 		return; /* keep holding; the next flush or tick tries again */
-	size_t kept = 0;
+	/* all that no reader can see any more, in one batch (a large delete
+	 * frees thousands of extents, and the caller holds fs->mu) */
+	struct rp_extent *go = malloc(h->n * sizeof(*go));
+	if (!go)
+		return; /* keep holding; the next flush or tick tries again */
+	size_t kept = 0, ngo = 0;
 	for (size_t k = 0; k < h->n; k++) {
-		if (h->v[k].pos > min) {
+		if (h->v[k].pos > min)
 			h->v[kept++] = h->v[k];
-			continue;
-		}
-		int rc = rp_pool_free(fs->ps, &h->v[k].e);
-		if (rc < 0)
-			rp_err("freeing %u blocks at pool %u block %llu: %s", h->v[k].e.count,
-			       h->v[k].e.pool, (unsigned long long)h->v[k].e.block, strerror(-rc));
+		else
+			go[ngo++] = h->v[k].e;
 	}
 	h->n = kept;
+	int rc = ngo ? rp_pool_free_many(fs->ps, go, ngo) : 0;
+	if (rc < 0)
+		rp_err("freeing the blocks of %zu extents: %s", ngo, strerror(-rc));
+	free(go);
 }
 
 void held_drain(struct rp_fs *fs, uint32_t ms)

@@ -65,9 +65,8 @@ void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments)
 	if (w->have_spare)
 		rp_pool_free(fs->ps, &w->spare);
 	w->have_spare = false;
-	if (free_segments)
-		for (size_t i = 0; i < w->segs.n; i++)
-			rp_pool_free(fs->ps, &w->segs.v[i]);
+	if (free_segments && w->segs.n)
+		rp_pool_free_many(fs->ps, w->segs.v, w->segs.n);
 	extvec_free(&w->segs);
 	free(w->scratch);
 	w->scratch = NULL;

@@ -49,6 +49,8 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	fs->bufs.size = IO_BUF_SIZE;
 	fs->bufs.free = calloc(BUFPOOL_MAX, sizeof(*fs->bufs.free));
 	int rc = fs->bufs.free ? rp_buf_alloc(ps, ZERO_BUF_SIZE, &fs->zero) : -ENOMEM;
+	if (rc == 0 && (rc = prealloc_init(fs)) < 0)
+		rp_buf_free(fs->zero);
 	if (rc < 0) {
 		free(fs->bufs.free);
 		free(fs);
@@ -70,6 +72,7 @@ void fs_delete(struct rp_fs *fs)
 		rp_buf_free(fs->bufs.free[i]);
 	free(fs->bufs.free);
 	rp_buf_free(fs->zero);
+	prealloc_fini(fs);
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->bg_mu);
 	pthread_mutex_destroy(&fs->lease_mu);
@@ -462,6 +465,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 		 * to move past the last frees */
 		held_drain(fs, HELD_DRAIN_MS);
 		pthread_mutex_unlock(&fs->mu);
+		prealloc_return(fs);
 	}
 	bg_stop(fs);
 	lease_stop(fs);

@@ -317,23 +317,6 @@ static int fill(void *ctx, const char *name, uint64_t ino, uint32_t mode, uint64
 	return 0;
 }
 
-static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
-{
-	(void)fi;
-	struct dirbuf d = { .req = req, .buf = malloc(size), .size = size };
-	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	int rc = rp_fs_readdir(FS(req), ino, off < 0 ? 0 : (uint64_t)off, fill, &d);
-	if (rc < 0)
-		fuse_reply_err(req, -rc);
-	else
-		fuse_reply_buf(req, d.buf, d.used);
-	free(d.buf);
-}
-
 /* readdirplus: names with attributes, so ls -l needs no lookup per entry;
  * each entry other than "." and ".." that fits is a lookup (the kernel
  * forgets it later), counted by the fs layer only when it fits. */
@@ -360,21 +343,37 @@ static int fillplus(void *ctx, const char *name, const struct rp_attr *a, bool l
 	return 0;
 }
 
-static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			   struct fuse_file_info *fi)
+/* One reply buffer of up to size bytes of entries from cookie off, plain
+ * or with attributes. */
+static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
-	(void)fi;
 	struct dirbuf d = { .req = req, .buf = malloc(size), .size = size };
 	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	int rc = rp_fs_readdirplus(FS(req), ino, off < 0 ? 0 : (uint64_t)off, fillplus, &d);
+	uint64_t from = off < 0 ? 0 : (uint64_t)off;
+	int rc = plus ? rp_fs_readdirplus(FS(req), ino, from, fillplus, &d)
+		      : rp_fs_readdir(FS(req), ino, from, fill, &d);
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_dir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	reply_dir(req, ino, size, off, true);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -188,6 +188,152 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 	return 0;
 }
 
+/* A batch free, word by word: what to clear in one bitmap word of one pool,
+ * the word's value as last seen, and where it stands (1 pending, 0 done,
+ * or a negative errno). */
+struct word_free {
+	uint32_t pool;
+	uint64_t w, mask, v;
+	int status;
+};
+
+static int cmp_word_free(const void *a, const void *b)
+{
+	const struct word_free *x = a, *y = b;
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	return x->w < y->w ? -1 : x->w > y->w;
+}
+
+static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
+{
+	pthread_mutex_lock(&p->mu);
+	if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
+		p->span[w - p->span_w0] = val; /* reusable at once */
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* One round for the pending words of one pool, all posted at once: read
+ * them (fetch-and-add of 0), or CAS each to its value without the mask. */
+static int free_round(struct rp_pool *p, struct word_free *it, size_t n, bool cas,
+		      struct rp_op *ops, size_t *idx, uint32_t timeout_ms)
+{
+	struct rp_completion comp;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].status != 1)
+			continue;
+		ops[k] = (struct rp_op){ .opcode = cas ? RP_OP_CAS : RP_OP_FAA,
+					 .offset = word_off(p, it[i].w), .compare = it[i].v,
+					 .value = cas ? it[i].v & ~it[i].mask : 0 };
+		idx[k++] = i;
+	}
+	if (k == 0)
+		return 0;
+	rp_completion_init(&comp);
+	rp_conn_post(p->conn, ops, k, &comp);
+	int rc = rp_completion_wait(&comp, timeout_ms);
+	rp_completion_destroy(&comp);
+	for (size_t j = 0; j < k; j++) {
+		struct word_free *f = &it[idx[j]];
+		if (ops[j].status < 0) {
+			f->status = ops[j].status;
+		} else if (cas && ops[j].result == f->v) {
+			f->status = 0;
+			note_freed(p, f->w, f->v & ~f->mask);
+		} else {
+			f->v = ops[j].result; /* read, or lost a race: retry with it */
+			if ((f->v & f->mask) != f->mask) {
+				rp_err("pool %u: freeing blocks in word %llu (mask %016llx) that are "
+				       "not allocated", f->pool, (unsigned long long)f->w,
+				       (unsigned long long)f->mask);
+				f->status = -EUCLEAN;
+			}
+		}
+	}
+	return rc;
+}
+
+/* Free the words it[0..n) of one pool: one read round, then CAS rounds until
+ * every word is done or failed. */
+static int free_words(struct rp_poolset *ps, struct word_free *it, size_t n)
+{
+	struct rp_pool *p = NULL;
+	int rc = get_pool(ps, it[0].pool, &p);
+	struct rp_op *ops = rc == 0 ? calloc(n, sizeof(*ops)) : NULL;
+	size_t *idx = ops ? calloc(n, sizeof(*idx)) : NULL;
+	if (rc == 0 && !idx)
+		rc = -ENOMEM;
+	for (size_t i = 0; i < n && rc < 0; i++)
+		it[i].status = rc;
+	if (rc == 0) {
+		free_round(p, it, n, false, ops, idx, ps->op_timeout_ms);
+		for (bool pending = true; pending;) {
+			free_round(p, it, n, true, ops, idx, ps->op_timeout_ms);
+			pending = false;
+			for (size_t i = 0; i < n; i++)
+				pending |= it[i].status == 1;
+		}
+	}
+	free(ops);
+	free(idx);
+	for (size_t i = 0; i < n; i++)
+		if (it[i].status < 0)
+			return it[i].status;
+	return 0;
+}
+
+int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
+{
+	struct word_free *it = NULL;
+	size_t nit = 0, cap = 0;
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct rp_extent *e = &v[i];
+		if (e->pool >= ps->n || !ps->pools[e->pool].present || e->count == 0 ||
+		    e->block + e->count > ps->pools[e->pool].sb.nblocks) {
+			rc = -EINVAL;
+			continue;
+		}
+		for (uint64_t b = e->block, end = e->block + e->count; b < end;) {
+			unsigned bit = (unsigned)(b % 64);
+			unsigned len = (unsigned)RP_MIN(end - b, 64 - bit);
+			if (nit == cap) {
+				cap = cap ? 2 * cap : 64;
+				struct word_free *ni = realloc(it, cap * sizeof(*ni));
+				if (!ni) {
+					free(it);
+					return -ENOMEM;
+				}
+				it = ni;
+			}
+			it[nit++] = (struct word_free){ .pool = e->pool, .w = b / 64,
+							.mask = rp_bitmap_mask(bit, len), .status = 1 };
+			b += len;
+		}
+	}
+	/* one CAS per word, even when several extents share it */
+	qsort(it, nit, sizeof(*it), cmp_word_free);
+	size_t m = 0;
+	for (size_t i = 0; i < nit; i++) {
+		if (m && it[m - 1].pool == it[i].pool && it[m - 1].w == it[i].w)
+			it[m - 1].mask |= it[i].mask;
+		else
+			it[m++] = it[i];
+	}
+	for (size_t s = 0; s < m;) {
+		size_t e = s;
+		while (e < m && it[e].pool == it[s].pool && e - s < 1024)
+			e++;
+		int frc = free_words(ps, it + s, e - s);
+		if (frc < 0 && rc == 0)
+			rc = frc;
+		s = e;
+	}
+	free(it);
+	return rc;
+}
+
 int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
 {
 	struct rp_pool *p = NULL;
