@@ -69,6 +69,24 @@ static void remember(struct rp_pool *p, uint64_t w0, const uint64_t *span, uint6
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* After a claim from the tail span[0..n) (words w0..) of the cached span:
+ * write it back, if the cache still holds the same words. */
+static void merge_span(struct rp_pool *p, uint64_t w0, const uint64_t *span, uint64_t n,
+		       const struct rp_extent *got)
+{
+	uint64_t full[SPAN_WORDS];
+	pthread_mutex_lock(&p->mu);
+	bool same = p->span_n && p->span_w0 <= w0 && w0 + n == p->span_w0 + p->span_n;
+	uint64_t fw0 = p->span_w0, fn = p->span_n;
+	if (same) {
+		memcpy(full, p->span, fn * 8);
+		memcpy(full + (w0 - fw0), span, n * 8);
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (same)
+		remember(p, fw0, full, fn, got);
+}
+
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
 {
 	struct rp_pool *p = NULL;
@@ -91,24 +109,10 @@ int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 	pthread_mutex_unlock(&p->mu);
 	if (n) {
 		rc = claim_in_span(p, pool, w0, span, n, want, out);
-		if (rc != 0) {
-			if (rc > 0) {
-				uint64_t full[SPAN_WORDS];
-				/* merge back into the cache as it is now */
-				pthread_mutex_lock(&p->mu);
-				bool same = p->span_n && p->span_w0 <= w0 &&
-					    w0 + n == p->span_w0 + p->span_n;
-				uint64_t fw0 = p->span_w0, fn = p->span_n;
-				if (same) {
-					memcpy(full, p->span, fn * 8);
-					memcpy(full + (w0 - fw0), span, n * 8);
-				}
-				pthread_mutex_unlock(&p->mu);
-				if (same)
-					remember(p, fw0, full, fn, out);
-			}
+		if (rc > 0)
+			merge_span(p, w0, span, n, out);
+		if (rc != 0)
 			return rc < 0 ? rc : 0;
-		}
 	}
 	/* then fresh reads, span by span, round the whole bitmap */
 	for (uint64_t scanned = 0; scanned < words;) {
@@ -149,6 +153,15 @@ int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struc
 	return last;
 }
 
+/* Our own free of word w: the cached span shows the blocks free at once. */
+static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
+{
+	pthread_mutex_lock(&p->mu);
+	if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
+		p->span[w - p->span_w0] = val; /* reusable at once */
+	pthread_mutex_unlock(&p->mu);
+}
+
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
 	struct rp_pool *p = NULL;
@@ -175,10 +188,7 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 			}
 			rc = rp_conn_cas(p->conn, word_off(p, w), v, v & ~mask, &old);
 			if (rc == 0 && old == v) {
-				pthread_mutex_lock(&p->mu);
-				if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
-					p->span[w - p->span_w0] = v & ~mask; /* reusable at once */
-				pthread_mutex_unlock(&p->mu);
+				note_freed(p, w, v & ~mask);
 				break;
 			}
 			v = old;
@@ -205,18 +215,10 @@ static int cmp_word_free(const void *a, const void *b)
 	return x->w < y->w ? -1 : x->w > y->w;
 }
 
-static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
-{
-	pthread_mutex_lock(&p->mu);
-	if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
-		p->span[w - p->span_w0] = val; /* reusable at once */
-	pthread_mutex_unlock(&p->mu);
-}
-
 /* One round for the pending words of one pool, all posted at once: read
  * them (fetch-and-add of 0), or CAS each to its value without the mask. */
-static int free_round(struct rp_pool *p, struct word_free *it, size_t n, bool cas,
-		      struct rp_op *ops, size_t *idx, uint32_t timeout_ms)
+static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool cas,
+		       struct rp_op *ops, size_t *idx, uint32_t timeout_ms)
 {
 	struct rp_completion comp;
 	size_t k = 0;
@@ -229,10 +231,10 @@ static int free_round(struct rp_pool *p, struct word_free *it, size_t n, bool ca
 		idx[k++] = i;
 	}
 	if (k == 0)
-		return 0;
+		return;
 	rp_completion_init(&comp);
 	rp_conn_post(p->conn, ops, k, &comp);
-	int rc = rp_completion_wait(&comp, timeout_ms);
+	rp_completion_wait(&comp, timeout_ms); /* each op carries its own status */
 	rp_completion_destroy(&comp);
 	for (size_t j = 0; j < k; j++) {
 		struct word_free *f = &it[idx[j]];
@@ -251,7 +253,6 @@ static int free_round(struct rp_pool *p, struct word_free *it, size_t n, bool ca
 			}
 		}
 	}
-	return rc;
 }
 
 /* Free the words it[0..n) of one pool: one read round, then CAS rounds until
@@ -313,7 +314,8 @@ int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n
 		}
 	}
 	/* one CAS per word, even when several extents share it */
-	qsort(it, nit, sizeof(*it), cmp_word_free);
+	if (nit)
+		qsort(it, nit, sizeof(*it), cmp_word_free);
 	size_t m = 0;
 	for (size_t i = 0; i < nit; i++) {
 		if (m && it[m - 1].pool == it[i].pool && it[m - 1].w == it[i].w)
