@@ -200,8 +200,12 @@ static bool ts_le(struct timespec a, struct timespec b)
 static ssize_t read_any(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len,
 			const struct read_out *out)
 {
-	if (!fs->ro)
-		return read_file(fs, ino, off, len, out);
+	if (!fs->ro) {
+		/* a writer that may have been taken over reads through maps whose
+		 * blocks the new holder may have given to other files */
+		int rc = lease_guard(fs);
+		return rc < 0 ? rc : read_file(fs, ino, off, len, out);
+	}
 	/* A read-only mount reads through the maps it has applied: no record
 	 * is applied meanwhile, and none of it once the writer may have given
 	 * our blocks away (follow.c). */
