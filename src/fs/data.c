@@ -314,24 +314,28 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *e)
 {
 	int rc;
-	if (want < 64 && prealloc_take(fs, pool, want, e))
-		return 0;
-	/* data never takes the reserve (space.c) */
+	/* data never takes the reserve (space.c); blocks kept ahead count as
+	 * free space, so they are inside this check too */
 	if (!space_available(fs, want)) {
 		pthread_mutex_lock(&fs->mu);
 		rc = space_check_locked(fs, want);
 		pthread_mutex_unlock(&fs->mu);
 		if (rc < 0)
-			return prealloc_take_any(fs, want, e) ? 0 : rc;
+			return rc;
+	}
+	if (want < 64 && prealloc_take(fs, pool, want, e)) {
+		space_taken(fs, e->count);
+		return 0;
 	}
 	uint32_t ask = want < 64 && prealloc_enabled(fs) && space_available(fs, 64) ? 64 : want;
 	rc = rp_pool_alloc(fs->ps, pool, ask, e);
 	if (rc < 0 && fs->ps->npeers > 1)
 		rc = rp_poolset_alloc(fs->ps, pool + 1, ask, e);
 	if (rc == -ENOSPC && prealloc_take_any(fs, want, e))
-		return 0;
+		rc = 0; /* the bitmaps are full, but some were kept ahead */
 	if (rc == 0) {
-		space_taken(fs, e->count);
+		/* what is kept ahead stays free space (prealloc.c) */
+		space_taken(fs, RP_MIN(e->count, want));
 		if (e->count > want) {
 			struct rp_extent rest = { .pool = e->pool, .block = e->block + want,
 						  .count = e->count - want };

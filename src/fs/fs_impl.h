@@ -454,6 +454,7 @@ bool prealloc_enabled(const struct rp_fs *fs);
 bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *out);
 bool prealloc_take_any(struct rp_fs *fs, uint32_t want, struct rp_extent *out);
 void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest);
+uint64_t prealloc_held(struct rp_fs *fs);
 /* Back to the pools; while the lease is held, before it is released. */
 void prealloc_return(struct rp_fs *fs);
 

@@ -9,7 +9,8 @@
  * someone else); a crash or a lost lease leaks them, as it leaks blocks of
  * writes whose records never went out: fsck reports them and --repair
  * returns them. Only a lease holder claims ahead (not mkfs, never a
- * read-only mount). */
+ * read-only mount). They count as free space (statfs, the reserve): they
+ * are this volume's to use. */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -77,6 +78,18 @@ void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest)
 	pthread_mutex_unlock(&fs->prealloc_mu);
 	if (!kept) /* another thread's run got there first */
 		rp_pool_free(fs->ps, rest);
+}
+
+uint64_t prealloc_held(struct rp_fs *fs)
+{
+	uint64_t n = 0;
+	if (!fs->prealloc)
+		return 0;
+	pthread_mutex_lock(&fs->prealloc_mu);
+	for (size_t i = 0; i < fs->ps->n; i++)
+		n += fs->prealloc[i].count;
+	pthread_mutex_unlock(&fs->prealloc_mu);
+	return n;
 }
 
 void prealloc_return(struct rp_fs *fs)

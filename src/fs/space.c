@@ -33,6 +33,8 @@ int space_refresh(struct rp_fs *fs)
 		total += t;
 		nfree += f;
 	}
+	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
+	nfree += prealloc_held(fs);
 	atomic_store(&fs->space_total, total);
 	atomic_store(&fs->space_free, nfree);
 	atomic_store(&fs->space_refreshed_ms, rp_now_ms());
