@@ -24,6 +24,7 @@ struct rp_peer {
 	enum rp_transport_kind transport;
 	char device[64]; /* RDMA device name, "" = any */
 	int ib_port;     /* RDMA port number, 0 = default */
+	char zone[64];   /* failure domain, "" = none given */
 };
 
 struct rp_cluster {

@@ -33,6 +33,7 @@ struct rp_mkfs_opts {
 	uint32_t stripe_blocks;  /* file blocks placed on one pool before the next; 0 = 64 */
 	uint32_t lease_ms;       /* lease heartbeat period; 0 = 1000 */
 	uint32_t uid, gid;       /* owner of the root directory */
+	uint32_t replicas;       /* copies of every block, on distinct pools; 0 = 1 */
 };
 
 struct rp_mount_opts {
@@ -144,6 +145,16 @@ int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name);
 int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st);
 /* Flush the metadata log now. */
 int rp_fs_sync(struct rp_fs *fs);
+
+/* ---- replicas ---- */
+/* Copy what stale pools of a replicated volume miss from the current
+ * copies, then mark them current; the volume must not be mounted read-write
+ * elsewhere (the rebuild takes its lease). rate_mib limits the copy (MiB/s,
+ * 0: none); progress goes to out. -EAGAIN: some stale pool is still down. */
+int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, FILE *out,
+		  char *err, size_t errlen);
+/* One line per volume: name, copies, and which pools are stale. */
+int rp_fs_describe_volumes(struct rp_poolset *ps, FILE *out);
 
 /* ---- offline checks ---- */
 struct rp_fsck_report {

@@ -5,6 +5,7 @@
 #define RDMAPOOL_POOL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,6 +31,26 @@ struct rp_pool {
 	uint64_t span[RP_ALLOC_SPAN_WORDS];
 	uint64_t span_w0, span_n;  /* span_n 0: nothing cached */
 	uint64_t last_revive_ms;   /* last reconnect attempt */
+	/* Replicated volumes: this pool missed writes (it was down, cut off or
+	 * replaced), so it is neither read nor written until it is rebuilt. */
+	_Atomic bool stale;
+	_Atomic bool home_out;     /* its home area copy is out of sync (fs layer, home.c) */
+};
+
+/* Replica placement of the volume a process works on (replica.c). The k-th
+ * copy of an extent on ring[i] is the same blocks on ring[i+k]: one extent
+ * names all its copies, so the metadata log, extent maps and checkpoints
+ * are the same with and without replicas. */
+#define RP_MAX_REPLICAS 4
+#define RP_RING_MAX 32
+struct rp_placement {
+	uint32_t replicas;          /* copies of every block; 0 or 1: no replicas */
+	uint32_t nring;
+	uint32_t ring[RP_RING_MAX]; /* peer ids, zones interleaved */
+	/* A write that did not reach a copy: the owner records that the pool is
+	 * stale before the write counts as done; 0 or a negative errno. */
+	int (*lost)(void *arg, uint32_t pool, int err);
+	void *lost_arg;
 };
 
 struct rp_poolset {
@@ -44,18 +65,17 @@ struct rp_poolset {
 	struct rp_pool *pools;
 	size_t npeers;
 	uint32_t *ids;
+	struct rp_placement place;
+	/* the pool whose home area is authoritative, cached by the fs layer
+	 * (home.c): -1 unknown */
+	_Atomic int64_t home_pool;
+	_Atomic uint64_t home_epoch, home_checked_ms;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */
 static inline uint32_t rp_poolset_pick(const struct rp_poolset *ps, uint64_t k)
 {
 	return ps->ids[k % ps->npeers];
-}
-
-/* Where the volume table lives: the pool of the lowest peer id. */
-static inline uint32_t rp_poolset_home(const struct rp_poolset *ps)
-{
-	return ps->ids[0];
 }
 
 static inline bool rp_poolset_has(const struct rp_poolset *ps, uint32_t pool)
@@ -113,6 +133,39 @@ int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t exp
 int rp_pool_faa(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t add, uint64_t *old);
 
 enum rp_transport_kind rp_pool_transport(const struct rp_pool *p);
+
+/* ---- replicas (replica.c) ----
+ * With a placement of replicas >= 2, rp_pool_alloc claims the same blocks
+ * on every copy's pool, rp_pool_free/free_many release them on each,
+ * rp_poolset_rw writes every copy in one batch (a copy that fails is
+ * reported through place.lost and skipped from then on) and reads one copy,
+ * failing over to the next. Raw access (rp_pool_read/write/cas/faa) is
+ * never replicated. */
+int rp_poolset_set_placement(struct rp_poolset *ps, const struct rp_placement *pl);
+static inline bool rp_poolset_replicated(const struct rp_poolset *ps)
+{
+	return ps->place.replicas > 1;
+}
+/* The pools holding copies of extents whose first copy is on pool, first
+ * copy first; returns how many (1 without replicas). */
+unsigned rp_replica_members(const struct rp_poolset *ps, uint32_t pool, uint32_t *out);
+/* Order peer ids for a placement: zones (zone[i] of ids[i], may be NULL)
+ * take turns, so consecutive ring members are in different zones whenever
+ * there are enough zones. */
+void rp_placement_ring(const uint32_t *ids, const char *const *zone, size_t n, uint32_t *ring);
+/* Read bytes of data blocks on pool (off as for rp_poolset_rw), from another
+ * copy when that pool is stale or fails. */
+int rp_pool_read_data(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len);
+/* Read one copy of bytes of data blocks: copy k (0 first) of pool's extents. */
+int rp_pool_read_copy(struct rp_poolset *ps, uint32_t pool, unsigned k, uint64_t off, void *buf,
+		      size_t len);
+/* Mark blocks [block, block+count) of pool allocated (rebuild). Bits set
+ * already are taken as ours, unless fresh (the pool was replaced by an
+ * empty one, so nothing of ours is on it yet): then -EEXIST. */
+int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count,
+			bool fresh);
+/* The byte offset on pool m of the data bytes at off on pool p. */
+uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, uint64_t off);
 /* Debugging the servers' key check: use a wrong key from now on. */
 void rp_pool_debug_set_rkey(struct rp_poolset *ps, uint32_t pool, uint32_t rkey);
 

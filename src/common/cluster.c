@@ -132,7 +132,8 @@ static int get_transport(struct ctx *c, json_t *obj, enum rp_transport_kind *out
 static int parse_peer(struct ctx *c, json_t *p, struct rp_peer *peer, const struct rp_cluster *cl,
 		      struct rp_json_path *path)
 {
-	static const char *const keys[] = { "id", "host", "port", "transport", "device", "ib_port", NULL };
+	static const char *const keys[] = { "id", "host", "port", "transport", "device", "ib_port", "zone",
+					    NULL };
 	long long v;
 	int rc;
 
@@ -158,7 +159,9 @@ static int parse_peer(struct ctx *c, json_t *p, struct rp_peer *peer, const stru
 		return rc;
 	if (rc == 0)
 		peer->ib_port = (int)v;
-	return 0;
+	/* a failure domain: replicas of a block go to different zones */
+	rc = get_str(c, p, "zone", peer->zone, sizeof(peer->zone), 0, path, 2);
+	return rc < 0 ? rc : 0;
 }
 
 static int parse_root(struct ctx *c, json_t *root, struct rp_cluster *cl)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- growable list of pool extents ---- */
 struct rp_extvec {
@@ -150,7 +151,44 @@ ssize_t rec_decode(const uint8_t *buf, size_t len, uint64_t epoch, const uint8_t
 		   struct rp_rec *r);
 #define REC_MAX (REC_HDR + 64 + RP_XATTR_NAME_MAX + RP_XATTR_VALUE_MAX + 64)
 
-/* ---- the volume record, in the first pool's home area ---- */
+/* ---- the home area, on every pool (home.c) ----
+ *   0       volume slots (512 bytes each, volume.c)
+ *   32 KiB  placement records (256 bytes per volume slot, placement.c)
+ *   48 KiB  the home epoch word of this copy (home.c) */
+#define VOL_SLOTS 64
+#define VOL_PLACE_OFF (32 * 1024)
+#define VOL_HOME_EPOCH_OFF (48 * 1024)
+int vol_home_read(struct rp_poolset *ps, uint64_t off, void *buf, size_t len);
+int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t len);
+int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desired, uint64_t *old);
+int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old);
+/* Start the home epochs at 1 (mkfs, read-write mounts). */
+int home_init(struct rp_poolset *ps);
+/* Copy the home area onto reachable pools whose copy is out of sync. */
+int home_resync(struct rp_poolset *ps, FILE *out);
+
+/* ---- placement of a volume's copies (placement.c) ---- */
+struct rp_volplace {
+	uint64_t seq;
+	uint32_t replicas, nring;
+	uint32_t ring[RP_RING_MAX];
+	uint32_t stale;          /* bit i: ring[i] missed writes, not read until rebuilt */
+};
+/* -ENODATA: no record (one copy). */
+int place_read(struct rp_poolset *ps, int slot, struct rp_volplace *pl);
+int place_write(struct rp_poolset *ps, int slot, struct rp_volplace *pl, bool both);
+int place_new(struct rp_poolset *ps, uint32_t replicas, struct rp_volplace *pl, char *err,
+	      size_t errlen);
+int place_ring_index(const struct rp_volplace *pl, uint32_t pool);
+/* Use pl for the pools from now on; stale ring members are left alone. */
+int place_install(struct rp_fs *fs, const struct rp_volplace *pl);
+void place_uninstall(struct rp_fs *fs);
+/* A read-write mount: record ring pools that are down (or replaced) as
+ * stale now; the background thread calls it every tick. */
+int place_note_down(struct rp_fs *fs);
+void place_describe(const struct rp_volplace *pl, char *buf, size_t len);
+
+/* ---- the volume record, in the home area ---- */
 struct rp_volrec {
 	uint64_t seq;
 	char name[RP_VOLUME_NAME_MAX + 1];
@@ -313,6 +351,9 @@ struct rp_fs {
 	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_now_ms) */
 	atomic_bool lease_lost;
 	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
+	struct rp_volplace place; /* copies; stale pools (placement.c) */
+	bool place_installed;
+	pthread_mutex_t place_mu;
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
 		bool known;
 		uint8_t uuid[16];
@@ -435,6 +476,8 @@ void space_wait(struct rp_fs *fs, uint64_t want);
 
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);
+/* Read and install the volume's placement (fs->slot set). */
+int fs_use_placement(struct rp_fs *fs, char *err, size_t errlen);
 void fs_delete(struct rp_fs *fs);
 
 /* data.c */

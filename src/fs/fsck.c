@@ -1,6 +1,7 @@
 /* fsck: every volume's log is replayed read-only and every block it
  * references (file data and log segments) is checked against the pool
- * bitmaps: inside its pool, referenced once, and marked allocated. Blocks
+ * bitmaps: inside its pool, referenced once, and marked allocated; on
+ * every current copy, for replicated volumes, whose copies must match. Blocks
  * marked allocated that nothing references are leaks (a crash between an
  * allocation and the log record naming it leaves them); --repair frees them,
  * but only while no volume is mounted read-write, whose unflushed allocations
@@ -32,7 +33,61 @@ static bool test_set(uint64_t *bits, uint64_t b)
 	return was;
 }
 
+/* Mark one copy's blocks referenced, checking them against its bitmap. */
+static void reference_copy(struct fsck *f, const struct rp_extent *e, const char *what,
+			   uint64_t ino);
+
+/* Replicated volumes: every current copy must hold the same bytes. */
+static void compare_copies(struct fsck *f, const struct rp_extent *e, const char *what,
+			   uint64_t ino)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(f->ps, e->pool, m);
+	const struct rp_pool_sb *sb = &f->ps->pools[e->pool].sb;
+	size_t len = (size_t)e->count * sb->block_size;
+	uint8_t *a = malloc(len), *b = malloc(len);
+	int first = -1;
+	for (unsigned k = 0; a && b && k < nm; k++) {
+		if (f->ps->pools[m[k]].stale)
+			continue;
+		uint8_t *dst = first < 0 ? a : b;
+		int rc = rp_pool_read_copy(f->ps, e->pool, k, rp_block_offset(sb, e->block), dst, len);
+		if (rc < 0) {
+			fprintf(f->out, "volume \"%s\": peer %u: reading the copy of the %s of inode "
+				"%llu: %s\n", f->vol, m[k], what, (unsigned long long)ino, strerror(-rc));
+			f->rep->errors++;
+			continue;
+		}
+		if (first < 0) {
+			first = (int)k;
+		} else if (memcmp(a, b, len) != 0) {
+			fprintf(f->out, "volume \"%s\": the copies of the %s of inode %llu on peers "
+				"%u and %u differ (blocks %llu+%u)\n", f->vol, what,
+				(unsigned long long)ino, m[first], m[k], (unsigned long long)e->block,
+				e->count);
+			f->rep->errors++;
+		}
+	}
+	free(a);
+	free(b);
+}
+
 static void reference(struct fsck *f, const struct rp_extent *e, const char *what, uint64_t ino)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(f->ps, e->pool, m);
+	for (unsigned k = 0; k < nm; k++) {
+		struct rp_extent c = *e;
+		c.pool = m[k];
+		if (k == 0 || !f->ps->pools[m[k]].stale)
+			reference_copy(f, &c, what, ino);
+	}
+	if (nm > 1 && extent_in_pools(f->ps, e))
+		compare_copies(f, e, what, ino);
+}
+
+static void reference_copy(struct fsck *f, const struct rp_extent *e, const char *what,
+			   uint64_t ino)
 {
 	if (!extent_in_pools(f->ps, e)) {
 		fprintf(f->out, "volume \"%s\": %s of inode %llu points outside the pools "
@@ -114,7 +169,13 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	fs->ro = true;
 	fs->vol = *vol;
 	fs->slot = slot;
-	rc = state_load(fs, &segs, err, sizeof(err));
+	rc = fs_use_placement(fs, err, sizeof(err));
+	if (rc == 0 && fs->place.stale) {
+		place_describe(&fs->place, err, sizeof(err));
+		fprintf(f->out, "volume \"%s\": %s: stale copies are not checked\n", vol->name, err);
+	}
+	if (rc == 0)
+		rc = state_load(fs, &segs, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(f->out, "%s\n", err);
 		f->rep->errors++;

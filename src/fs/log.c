@@ -318,7 +318,7 @@ int log_tail_read(struct rp_poolset *ps, struct rp_logtail *t,
 		}
 		buf = nb;
 		const struct rp_pool_sb *sb = &ps->pools[seg.pool].sb;
-		if ((rc = rp_pool_read(ps, seg.pool, rp_block_offset(sb, seg.block), buf, size)) < 0)
+		if ((rc = rp_pool_read_data(ps, seg.pool, rp_block_offset(sb, seg.block), buf, size)) < 0)
 			break;
 		bool linked = false;
 		while (pos + REC_HDR <= size) {

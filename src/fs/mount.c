@@ -35,6 +35,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	fs->ps = ps;
 	fs->slot = -1;
 	pthread_mutex_init(&fs->mu, NULL);
+	pthread_mutex_init(&fs->place_mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
 	pthread_mutex_init(&fs->lease_mu, NULL);
 	pthread_condattr_t ca;
@@ -66,6 +67,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 
 void fs_delete(struct rp_fs *fs)
 {
+	place_uninstall(fs);
 	state_free(fs);
 	extvec_free(&fs->deferred);
 	for (size_t i = 0; i < fs->bufs.nfree; i++)
@@ -74,6 +76,7 @@ void fs_delete(struct rp_fs *fs)
 	rp_buf_free(fs->zero);
 	prealloc_fini(fs);
 	pthread_mutex_destroy(&fs->mu);
+	pthread_mutex_destroy(&fs->place_mu);
 	pthread_mutex_destroy(&fs->bg_mu);
 	pthread_mutex_destroy(&fs->lease_mu);
 	pthread_cond_destroy(&fs->lease_cv);
@@ -83,6 +86,47 @@ void fs_delete(struct rp_fs *fs)
 	pthread_mutex_destroy(&fs->bufs.mu);
 	pthread_cond_destroy(&fs->bufs.cv);
 	free(fs);
+}
+
+/* The volume's copies and stale pools, before anything is read from it. */
+int fs_use_placement(struct rp_fs *fs, char *err, size_t errlen)
+{
+	struct rp_volplace pl;
+	int rc = place_read(fs->ps, fs->slot, &pl);
+	if (rc == -ENODATA)
+		return 0; /* made before replicas: one copy */
+	if (rc == 0)
+		rc = place_install(fs, &pl);
+	if (rc < 0) {
+		snprintf(err, errlen, "volume \"%s\": reading the placement of its copies: %s",
+			 fs->vol.name, strerror(-rc));
+		return rc;
+	}
+	if (pl.stale) {
+		char d[256];
+		place_describe(&pl, d, sizeof(d));
+		rp_warn("volume \"%s\": %s", fs->vol.name, d);
+	}
+	return 0;
+}
+
+/* The first pool that is down, as the error to report; 0 when all are up. */
+static int first_down(struct rp_poolset *ps, char *err, size_t errlen)
+{
+	for (size_t k = 0; k < ps->npeers; k++) {
+		const struct rp_pool *p = &ps->pools[ps->ids[k]];
+		if (p->error < 0) {
+			snprintf(err, errlen, "%s", p->err);
+			return p->error;
+		}
+	}
+	return 0;
+}
+
+/* Without replicas every pool holds a share of the files: all must be up. */
+static int pools_needed(struct rp_fs *fs, char *err, size_t errlen)
+{
+	return rp_poolset_replicated(fs->ps) ? 0 : first_down(fs->ps, err, errlen);
 }
 
 static void default_holder(char *buf, size_t len)
@@ -123,6 +167,7 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 	memset(&existing, 0, sizeof(existing));
 	if ((rc = check_volume_name(name, err, errlen)))
 		return rc;
+	home_init(ps);
 	rc = vol_find(ps, name, &slot, &existing);
 	bool exists = rc == 0;
 	if (exists && !o->force) {
@@ -150,7 +195,10 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 		if ((rc = fs_new(ps, &old)) == 0) {
 			old->vol = existing;
 			old->ro = true;
-			rc = destroy_volume(old, err, errlen);
+			old->slot = slot;
+			rc = fs_use_placement(old, err, errlen);
+			if (rc == 0)
+				rc = destroy_volume(old, err, errlen);
 			fs_delete(old);
 		}
 		if (rc < 0) {
@@ -167,6 +215,14 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 		}
 	}
 	fs->slot = slot;
+	/* the placement first: the new log is written with its copies */
+	struct rp_volplace pl;
+	if ((rc = place_new(ps, o->replicas, &pl, err, errlen)) < 0)
+		goto fail;
+	if ((rc = place_install(fs, &pl)) < 0 || (rc = place_write(ps, slot, &pl, true)) < 0) {
+		snprintf(err, errlen, "writing the placement of the copies: %s", strerror(-rc));
+		goto fail;
+	}
 	memset(&fs->vol, 0, sizeof(fs->vol));
 	snprintf(fs->vol.name, sizeof(fs->vol.name), "%s", name);
 	rp_random_bytes(fs->vol.uuid, sizeof(fs->vol.uuid));
@@ -239,6 +295,7 @@ static void *bg_main(void *arg)
 		}
 
 		uint64_t now = rp_now_ms();
+		place_note_down(fs); /* a copy that went away: degraded from now on */
 		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {
@@ -287,8 +344,13 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 		snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
 		goto fail_lease;
 	}
+	home_init(fs->ps);
 	if ((rc = state_load(fs, &segs, err, errlen)) < 0)
 		goto fail_lease;
+	if ((rc = place_note_down(fs)) < 0) {
+		snprintf(err, errlen, "recording the peers that are down: %s", strerror(-rc));
+		goto fail_lease;
+	}
 	fs->log.segs = segs;
 	segs = (struct rp_extvec){ 0 };
 	fs->log.epoch = fs->vol.epoch;
@@ -395,6 +457,8 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 	fs->ro = o->readonly;
 	fs->commit_ms = o->commit_ms ? o->commit_ms : 1000;
 	rc = vol_find(ps, name, &fs->slot, &fs->vol);
+	if (rc < 0 && rc != -ENOENT && first_down(ps, err, errlen) < 0)
+		goto fail; /* the volume table is on no pool that answers */
 	if (rc < 0) {
 		snprintf(err, errlen, rc == -ENOENT ? "no volume \"%s\" in this cluster (make it with "
 			 "'rdmapool mkfs')" : "reading the volume table: %s",
@@ -408,6 +472,8 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		goto fail;
 	}
 	fs->stripe_blocks = fs->vol.stripe_blocks ? fs->vol.stripe_blocks : 64;
+	if ((rc = fs_use_placement(fs, err, errlen)) < 0 || (rc = pools_needed(fs, err, errlen)) < 0)
+		goto fail;
 	if ((rc = fs->ro ? start_reader(fs, o, err, errlen) : start_writer(fs, o, err, errlen)) < 0)
 		goto fail;
 	if (pthread_create(&fs->bg, NULL, bg_main, fs) != 0) {

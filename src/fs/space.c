@@ -22,10 +22,27 @@
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 
+/* Replicated: the ring's pools, each block counted once per copy; a copy
+ * that is stale or down counts as full (nothing is placed on it). */
+static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
+{
+	const struct rp_volplace *pl = &fs->place;
+	for (uint32_t i = 0; i < pl->nring; i++) {
+		uint64_t f = 0, t = fs->ps->pools[pl->ring[i]].sb.nblocks;
+		if (!fs->ps->pools[pl->ring[i]].stale)
+			rp_pool_usage(fs->ps, pl->ring[i], &f, &t);
+		*total += t;
+		*nfree += f;
+	}
+	*total /= pl->replicas;
+	*nfree /= pl->replicas;
+	return 0;
+}
+
 int space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
-	for (size_t k = 0; k < fs->ps->npeers; k++) {
+	for (size_t k = 0; k < fs->ps->npeers && !rp_poolset_replicated(fs->ps); k++) {
 		uint64_t f, t;
 		int rc = rp_pool_usage(fs->ps, fs->ps->ids[k], &f, &t);
 		if (rc < 0)
@@ -33,6 +50,8 @@ int space_refresh(struct rp_fs *fs)
 		total += t;
 		nfree += f;
 	}
+	if (rp_poolset_replicated(fs->ps))
+		space_replicated(fs, &total, &nfree);
 	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
 	nfree += prealloc_held(fs);
 	atomic_store(&fs->space_total, total);

@@ -68,8 +68,18 @@ static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 {
 	if (id >= fs->ps->n)
 		return 0; /* not listed: the extents on it say so, if any */
-	const struct rp_pool *p = &fs->ps->pools[id];
-	if (p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0) {
+	struct rp_pool *p = &fs->ps->pools[id];
+	bool replaced = p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
+	if (replaced && place_ring_index(&fs->place, id) >= 0 && rp_poolset_replicated(fs->ps)) {
+		/* a copy lost: the other copies serve; a read-write mount
+		 * records it as stale, rebuild fills the new pool */
+		if (!p->stale)
+			rp_warn("peer %u holds a new pool: its copies of volume \"%s\" are gone "
+				"until 'rdmapool rebuild'", id, fs->vol.name);
+		p->stale = true;
+		replaced = false;
+	}
+	if (replaced) {
 		rp_err("peer %u holds another pool than the one this volume's data is on (it "
 		       "was formatted again, or restarted without its backing file)", id);
 		fs->missing_peer = id;
@@ -220,7 +230,9 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	fs->next_ino = RP_ROOT_INO + 1;
 	fs->missing_peer = -1;
 	uint32_t tag = vol_head_tag(fs->ps, &fs->vol.head);
-	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag) {
+	bool head_stale = rp_poolset_has(fs->ps, fs->vol.head.pool) &&
+			  fs->ps->pools[fs->vol.head.pool].stale;
+	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag && !head_stale) {
 		snprintf(err, errlen, "volume \"%s\": peer %u holds another pool than the one "
 			 "its data is on (formatted again, or restarted without its backing file)",
 			 fs->vol.name, fs->vol.head.pool);

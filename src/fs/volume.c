@@ -1,6 +1,6 @@
 /* The volume table and the read-write lease.
  *
- * The first pool's home area holds 512-byte volume slots:
+ * The home area (kept on every pool, home.c) holds 512-byte volume slots:
  *   0   state word (0 free, VOL_USED taken: claimed with compare-and-swap)
  *   8   lease word (0 free, else holder id << 32 | heartbeat counter)
  *   16  holder description (host:pid), for messages
@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #define SLOT_SIZE 512
-#define NSLOTS (RP_HOME_SIZE / SLOT_SIZE)
+#define NSLOTS VOL_SLOTS
 #define VOL_USED 0x444553554c4f5652ull /* "RVOLUSED" */
 #define REC_MAGIC_VOL 0x4c565052u       /* "RPVL" */
 #define OFF_STATE 0
@@ -37,7 +37,7 @@
 #define OFF_COPY(i) (64 + (i) * 224)
 #define COPY_LEN 148
 #define OFF_FENCE 216 /* between copy A (64..212) and copy B */
-#define OFF_READERS 440 /* to 504: the last slot's last word is the bench word */
+#define OFF_READERS 440 /* to 504 */
 
 static uint64_t slot_off(int slot, unsigned field)
 {
@@ -101,7 +101,7 @@ int vol_each(struct rp_poolset *ps, int (*fn)(void *, int, const struct rp_volre
 	uint8_t *home = malloc(RP_HOME_SIZE);
 	if (!home)
 		return -ENOMEM;
-	int rc = rp_pool_read(ps, rp_poolset_home(ps), RP_HOME_OFFSET, home, RP_HOME_SIZE);
+	int rc = vol_home_read(ps, RP_HOME_OFFSET, home, RP_HOME_SIZE);
 	for (int s = 0; rc == 0 && s < NSLOTS; s++) {
 		const uint8_t *slot = home + s * SLOT_SIZE;
 		struct rp_volrec r;
@@ -148,13 +148,13 @@ int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
 	(void)name;
 	for (int s = 0; s < NSLOTS; s++) {
 		uint64_t old;
-		int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(s, OFF_STATE), 0, VOL_USED, &old);
+		int rc = home_cas(ps, slot_off(s, OFF_STATE), 0, VOL_USED, &old);
 		if (rc < 0)
 			return rc;
 		if (old == 0) {
 			uint8_t clear[SLOT_SIZE - 8] = { 0 };
 			/* a slot freed earlier may hold an old record: wipe it */
-			rc = rp_pool_write(ps, rp_poolset_home(ps), slot_off(s, 8), clear, sizeof(clear));
+			rc = vol_home_write(ps, slot_off(s, 8), clear, sizeof(clear));
 			if (rc < 0)
 				return rc;
 			*slot = s;
@@ -167,7 +167,7 @@ int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
 int vol_release_slot(struct rp_poolset *ps, int slot)
 {
 	uint64_t old;
-	return rp_pool_cas(ps, rp_poolset_home(ps), slot_off(slot, OFF_STATE), VOL_USED, 0, &old);
+	return home_cas(ps, slot_off(slot, OFF_STATE), VOL_USED, 0, &old);
 }
 
 uint32_t vol_head_tag(const struct rp_poolset *ps, const struct rp_extent *head)
@@ -184,20 +184,20 @@ int vol_write(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
 	rec->seq++;
 	rec->head_tag = vol_head_tag(ps, &rec->head);
 	encode(rec, b);
-	return rp_pool_write(ps, rp_poolset_home(ps), slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
+	return vol_home_write(ps, slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
 }
 
 /* ---- lease ---- */
 
 static int read_word(struct rp_poolset *ps, int slot, uint64_t *v)
 {
-	return rp_pool_faa(ps, rp_poolset_home(ps), slot_off(slot, OFF_LEASE), 0, v); /* atomic read */
+	return home_faa(ps, slot_off(slot, OFF_LEASE), 0, v); /* atomic read */
 }
 
 static void read_holder(struct rp_poolset *ps, int slot, char *out, size_t len)
 {
 	char h[HOLDER_LEN + 1] = { 0 };
-	if (rp_pool_read(ps, rp_poolset_home(ps), slot_off(slot, OFF_HOLDER), h, HOLDER_LEN) < 0 || !h[0])
+	if (vol_home_read(ps, slot_off(slot, OFF_HOLDER), h, HOLDER_LEN) < 0 || !h[0])
 		snprintf(h, sizeof(h), "an unknown client");
 	snprintf(out, len, "%s", h);
 }
@@ -294,7 +294,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 					period_ms * LEASE_EXPIRY_PERIODS);
 		}
 		sent = rp_now_ms();
-		if ((rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
+		if ((rc = home_cas(ps, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
 			return rc;
 		if (old == v)
 			break;
@@ -308,8 +308,8 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 	uint64_t fence;
 	char h[HOLDER_LEN] = { 0 };
 	snprintf(h, sizeof(h), "%s", holder);
-	if ((rc = rp_pool_faa(ps, rp_poolset_home(ps), slot_off(slot, OFF_FENCE), 1, &fence)) < 0 ||
-	    (rc = rp_pool_write(ps, rp_poolset_home(ps), slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0) {
+	if ((rc = home_faa(ps, slot_off(slot, OFF_FENCE), 1, &fence)) < 0 ||
+	    (rc = vol_home_write(ps, slot_off(slot, OFF_HOLDER), h, sizeof(h))) < 0) {
 		lease_release(ps, l);
 		return rc;
 	}
@@ -333,7 +333,15 @@ static int cas_outcome(struct rp_poolset *ps, const struct rp_lease *l, uint64_t
 static int lease_swap(struct rp_poolset *ps, struct rp_lease *l, uint64_t next)
 {
 	uint64_t old;
-	int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	int rc = home_cas(ps, slot_off(l->slot, OFF_LEASE), l->word, next, &old);
+	if (rc == 0 && old != l->word && old >> 32 == l->word >> 32 && old != 0) {
+		/* our own older word: the home area moved to a copy that had
+		 * missed our last renewal (home.c); renew from it */
+		uint64_t was = old;
+		rc = home_cas(ps, slot_off(l->slot, OFF_LEASE), was, next, &old);
+		if (rc == 0 && old == was)
+			old = l->word;
+	}
 	if (rc < 0)
 		rc = cas_outcome(ps, l, next, rc);
 	else if (old != l->word)
@@ -365,7 +373,7 @@ int lease_fence_check(struct rp_poolset *ps, const struct rp_lease *l)
 {
 	uint64_t old;
 	/* a swap of the epoch with itself: an atomic compare */
-	int rc = rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_FENCE), l->epoch, l->epoch, &old);
+	int rc = home_cas(ps, slot_off(l->slot, OFF_FENCE), l->epoch, l->epoch, &old);
 	if (rc < 0)
 		return rc;
 	return old == l->epoch ? 0 : -ESTALE;
@@ -375,7 +383,7 @@ void lease_release(struct rp_poolset *ps, struct rp_lease *l)
 {
 	uint64_t old;
 	if (l->word)
-		rp_pool_cas(ps, rp_poolset_home(ps), slot_off(l->slot, OFF_LEASE), l->word, 0, &old);
+		home_cas(ps, slot_off(l->slot, OFF_LEASE), l->word, 0, &old);
 	l->word = 0;
 }
 
@@ -394,7 +402,7 @@ int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holde
 int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
 {
 	uint8_t b[SLOT_SIZE];
-	int rc = rp_pool_read(ps, rp_poolset_home(ps), slot_off(slot, 0), b, sizeof(b));
+	int rc = vol_home_read(ps, slot_off(slot, 0), b, sizeof(b));
 	if (rc < 0)
 		return rc;
 	if (rp_get_le64(b + OFF_STATE) != VOL_USED)
@@ -426,13 +434,13 @@ int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 		/* position 0 before the heartbeat shows: from then on the writer
 		 * holds every free until we have loaded and said where we are (a
 		 * lost race for the slot only makes its owner look behind) */
-		int rc = rp_pool_faa(ps, rp_poolset_home(ps), reader_off(slot, r, 0), 0, &old);
+		int rc = home_faa(ps, reader_off(slot, r, 0), 0, &old);
 		if (rc < 0)
 			return rc;
 		if (old != 0)
 			continue;
-		if ((rc = rp_pool_write(ps, rp_poolset_home(ps), reader_off(slot, r, 1), &zero, 8)) < 0 ||
-		    (rc = rp_pool_cas(ps, rp_poolset_home(ps), reader_off(slot, r, 0), 0, hb, &old)) < 0)
+		if ((rc = vol_home_write(ps, reader_off(slot, r, 1), &zero, 8)) < 0 ||
+		    (rc = home_cas(ps, reader_off(slot, r, 0), 0, hb, &old)) < 0)
 			return rc;
 		if (old != 0)
 			continue;
@@ -449,7 +457,7 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 {
 	uint64_t ctr = rd->hb & 0xffffffffu;
 	uint64_t next = (rd->hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1), old;
-	int rc = rp_pool_cas(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
+	int rc = home_cas(ps, reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
 	if (rc < 0)
 		return rc;
 	if (old != rd->hb)
@@ -462,14 +470,14 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t epoch, uint64_t seq)
 {
 	uint64_t pos = reader_pos(epoch, seq);
-	return rp_pool_write(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 1), &pos, 8);
+	return vol_home_write(ps, reader_off(rd->slot, rd->index, 1), &pos, 8);
 }
 
 void reader_release(struct rp_poolset *ps, struct rp_reader *rd)
 {
 	uint64_t old;
 	if (rd->hb)
-		rp_pool_cas(ps, rp_poolset_home(ps), reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
+		home_cas(ps, reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
 	rd->hb = 0;
 }
 
@@ -477,7 +485,7 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 		 uint64_t *min_pos)
 {
 	uint64_t words[READER_SLOTS * 2], now = rp_now_ms();
-	int rc = rp_pool_read(ps, rp_poolset_home(ps), reader_off(slot, 0, 0), words, sizeof(words));
+	int rc = vol_home_read(ps, reader_off(slot, 0, 0), words, sizeof(words));
 	if (rc < 0)
 		return rc;
 	*min_pos = UINT64_MAX;
@@ -494,7 +502,7 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 			uint64_t old;
 			rp_warn("read-only mount in reader slot %d stopped answering; no longer "
 				"waiting for it", r);
-			rp_pool_cas(ps, rp_poolset_home(ps), reader_off(slot, r, 0), hb, 0, &old);
+			home_cas(ps, reader_off(slot, r, 0), hb, 0, &old);
 			continue;
 		}
 		if (pos < *min_pos)

@@ -260,7 +260,8 @@ int main(int argc, char **argv)
 
 	if (rp_cluster_load(o.cluster, &cl, err, sizeof(err)) < 0 ||
 	    rp_cluster_load_secret(cl, secret, &secret_len, err, sizeof(err)) < 0 ||
-	    rp_poolset_open(cl, secret, secret_len, 0, &ps, err, sizeof(err)) < 0) {
+	    rp_poolset_open(cl, secret, secret_len, RP_POOLSET_ALLOW_DOWN, &ps, err,
+			    sizeof(err)) < 0) {
 		report(0, err);
 		goto out;
 	}

@@ -9,6 +9,8 @@
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
 
+#include "pool_impl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,7 @@ static int get_pool(struct rp_poolset *ps, uint32_t pool, struct rp_pool **out)
 	return rc;
 }
 
-static uint64_t word_off(const struct rp_pool *p, uint64_t w)
+uint64_t pool_word_off(const struct rp_pool *p, uint64_t w)
 {
 	return p->sb.bitmap_off + w * 8;
 }
@@ -38,7 +40,7 @@ static int claim_in_span(struct rp_pool *p, uint32_t pool, uint64_t w0, uint64_t
 		unsigned bit, len;
 		while (rp_bitmap_find_run(span[i], want, &bit, &len) == 0) {
 			uint64_t v = span[i], nv = v | rp_bitmap_mask(bit, len), old;
-			int rc = rp_conn_cas(p->conn, word_off(p, w0 + i), v, nv, &old);
+			int rc = rp_conn_cas(p->conn, pool_word_off(p, w0 + i), v, nv, &old);
 			if (rc < 0)
 				return rc;
 			if (old == v) {
@@ -89,6 +91,12 @@ static void merge_span(struct rp_pool *p, uint64_t w0, const uint64_t *span, uin
 
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
 {
+	return rp_poolset_replicated(ps) ? replica_alloc(ps, pool, want, out)
+					 : pool_alloc_single(ps, pool, want, out);
+}
+
+int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
+{
 	struct rp_pool *p = NULL;
 	uint64_t span[SPAN_WORDS], w0, n;
 	int rc = get_pool(ps, pool, &p);
@@ -118,7 +126,7 @@ int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 	for (uint64_t scanned = 0; scanned < words;) {
 		w0 = (start + scanned) % words;
 		n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
-		rc = rp_conn_read(p->conn, word_off(p, w0), span, n * 8);
+		rc = rp_conn_read(p->conn, pool_word_off(p, w0), span, n * 8);
 		if (rc < 0)
 			return rc;
 		rc = claim_in_span(p, pool, w0, span, n, want, out);
@@ -164,6 +172,11 @@ static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
 
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
+	return rp_poolset_replicated(ps) ? replica_free_many(ps, e, 1) : pool_free_single(ps, e);
+}
+
+int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e)
+{
 	struct rp_pool *p = NULL;
 	int rc = get_pool(ps, e->pool, &p);
 	if (rc < 0)
@@ -177,7 +190,7 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 		unsigned len = (unsigned)RP_MIN(end - b, 64 - bit);
 		uint64_t mask = rp_bitmap_mask(bit, len), v, old;
 		/* fetch-and-add of 0 is an atomic read of the word */
-		rc = rp_conn_faa(p->conn, word_off(p, w), 0, &v);
+		rc = rp_conn_faa(p->conn, pool_word_off(p, w), 0, &v);
 		for (;;) {
 			if (rc < 0)
 				return rc;
@@ -186,7 +199,7 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 				       e->pool, (unsigned long long)b, len);
 				return -EUCLEAN;
 			}
-			rc = rp_conn_cas(p->conn, word_off(p, w), v, v & ~mask, &old);
+			rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v & ~mask, &old);
 			if (rc == 0 && old == v) {
 				note_freed(p, w, v & ~mask);
 				break;
@@ -226,7 +239,7 @@ static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool c
 		if (it[i].status != 1)
 			continue;
 		ops[k] = (struct rp_op){ .opcode = cas ? RP_OP_CAS : RP_OP_FAA,
-					 .offset = word_off(p, it[i].w), .compare = it[i].v,
+					 .offset = pool_word_off(p, it[i].w), .compare = it[i].v,
 					 .value = cas ? it[i].v & ~it[i].mask : 0 };
 		idx[k++] = i;
 	}
@@ -285,6 +298,12 @@ static int free_words(struct rp_poolset *ps, struct word_free *it, size_t n)
 }
 
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
+{
+	return rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
+					 : pool_free_many_single(ps, v, n);
+}
+
+int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
 	struct word_free *it = NULL;
 	size_t nit = 0, cap = 0;

@@ -4,6 +4,8 @@
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
 
+#include "pool_impl.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,12 @@ void rp_buf_free(struct rp_buf *b)
 }
 
 int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
+{
+	return rp_poolset_replicated(ps) ? replica_rw(ps, opc, ios, n)
+					 : poolset_rw_single(ps, opc, ios, n);
+}
+
+int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
 {
 	struct rp_completion comp;
 	struct rp_op *ops;

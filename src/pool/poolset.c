@@ -110,6 +110,7 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 	}
 	snprintf(ps->cluster_name, sizeof(ps->cluster_name), "%s", cl->name);
 	ps->block_size = cl->block_size;
+	ps->home_pool = -1;
 	ps->op_timeout_ms = cl->op_timeout_ms;
 	for (size_t i = 0; i < cl->npeers; i++) {
 		struct rp_pool *p = &ps->pools[cl->peers[i].id];

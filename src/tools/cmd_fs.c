@@ -1,9 +1,10 @@
-/* rdmapool mkfs and fsck: making and checking volumes. */
+/* rdmapool mkfs, fsck and rebuild: making, checking and healing volumes. */
 #include "config.h"
 #include "tool.h"
 
 #include <rdmapool/fs.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,8 @@ int cmd_mkfs(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "cluster", required_argument, NULL, 'c' }, { "volume", required_argument, NULL, 'v' },
 		{ "force", no_argument, NULL, 'f' }, { "stripe-blocks", required_argument, NULL, 's' },
-		{ "lease-ms", required_argument, NULL, 'L' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "lease-ms", required_argument, NULL, 'L' }, { "replicas", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	struct tool_ctx t = { .cluster_file = RP_DEFAULT_CLUSTER_FILE };
 	struct rp_mkfs_opts o = { .volume = RP_DEFAULT_VOLUME, .uid = getuid(), .gid = getgid() };
@@ -39,9 +41,17 @@ int cmd_mkfs(int argc, char **argv)
 				return 2;
 			o.lease_ms = (uint32_t)v;
 			break;
+		case 'R':
+			if (tool_parse_u64("--replicas", optarg, &v) || v == 0 || v > RP_MAX_REPLICAS) {
+				fprintf(stderr, "rdmapool mkfs: --replicas must be 1..%d\n",
+					RP_MAX_REPLICAS);
+				return 2;
+			}
+			o.replicas = (uint32_t)v;
+			break;
 		case 'h':
 			printf("Usage: rdmapool mkfs [-c CLUSTER_FILE] [--volume NAME] [--force]\n"
-			       "                    [--stripe-blocks N] [--lease-ms MS]\n");
+			       "                    [--stripe-blocks N] [--lease-ms MS] [--replicas N]\n");
 			return 0;
 		default: return 2;
 		}
@@ -54,7 +64,8 @@ int cmd_mkfs(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "rdmapool mkfs: %s\n", err[0] ? err : strerror(-rc));
 	else
-		printf("volume \"%s\" created on %zu pools\n", o.volume, ps->npeers);
+		printf("volume \"%s\" created on %zu pools, %u cop%s of every block\n", o.volume,
+		       ps->npeers, o.replicas ? o.replicas : 1, o.replicas > 1 ? "ies" : "y");
 	rp_poolset_close(ps);
 	tool_done(&t);
 	return rc < 0 ? 1 : 0;
@@ -104,4 +115,46 @@ int cmd_fsck(int argc, char **argv)
 	if (rc < 0 || rep.errors)
 		return 1;
 	return rep.leaked > rep.repaired ? 4 : 0;
+}
+
+int cmd_rebuild(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cluster", required_argument, NULL, 'c' }, { "volume", required_argument, NULL, 'v' },
+		{ "rate", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' }, { 0 },
+	};
+	struct tool_ctx t = { .cluster_file = RP_DEFAULT_CLUSTER_FILE };
+	const char *volume = RP_DEFAULT_VOLUME;
+	struct rp_poolset *ps;
+	uint32_t rate = 0;
+	uint64_t v;
+	char err[1024] = "";
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, "c:v:r:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': t.cluster_file = optarg; break;
+		case 'v': volume = optarg; break;
+		case 'r':
+			if (tool_parse_u64("--rate", optarg, &v) || v > 1u << 20)
+				return 2;
+			rate = (uint32_t)v;
+			break;
+		case 'h':
+			printf("Usage: rdmapool rebuild [-c CLUSTER_FILE] [--volume NAME] [--rate MIB_S]\n"
+			       "Exit status: 0 all copies current, 1 error, 3 some stale peer still down.\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	if (tool_load(&t) || tool_open(&t, RP_POOLSET_ALLOW_DOWN, &ps)) {
+		tool_done(&t);
+		return 1;
+	}
+	int rc = rp_fs_rebuild(ps, volume, rate, stdout, err, sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, "rdmapool rebuild: %s\n", err[0] ? err : strerror(-rc));
+	rp_poolset_close(ps);
+	tool_done(&t);
+	return rc == -EAGAIN ? 3 : rc < 0 ? 1 : 0;
 }

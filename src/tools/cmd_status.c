@@ -1,8 +1,9 @@
-/* rdmapool status: every peer's reachability, transport, size and usage, and
- * the round-trip time of a small read. */
+/* rdmapool status: every peer's reachability, transport, size and usage,
+ * the round-trip time of a small read, and each volume's copies. */
 #include "config.h"
 #include "tool.h"
 
+#include <rdmapool/fs.h>
 #include <rdmapool/util.h>
 
 #include <getopt.h>
@@ -75,6 +76,9 @@ int cmd_status(int argc, char **argv)
 		printf("      blocks: %llu total, %llu used, %llu free\n", (unsigned long long)total,
 		       (unsigned long long)(total - nfree), (unsigned long long)nfree);
 	}
+	int vrc = rp_fs_describe_volumes(ps, stdout);
+	if (vrc < 0)
+		printf("volumes: the volume table is unreadable (%s)\n", strerror(-vrc));
 	rp_poolset_close(ps);
 	tool_done(&t);
 	return down ? 3 : 0;

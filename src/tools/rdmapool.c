@@ -18,6 +18,7 @@ static const struct {
 } commands[] = {
 	{ "mkfs", cmd_mkfs, "create a filesystem volume in the cluster" },
 	{ "fsck", cmd_fsck, "check volumes against the pool bitmaps; --repair frees leaks" },
+	{ "rebuild", cmd_rebuild, "copy what stale pools of a replicated volume miss" },
 	{ "bench", cmd_bench, "latency, bandwidth and atomic rate of each pool" },
 	{ "status", cmd_status, "show each pool: reachable, transport, size, usage, latency" },
 	{ "read", cmd_read, "read bytes from a pool (debugging)" },

@@ -28,6 +28,7 @@ int cmd_cas(int argc, char **argv);
 int cmd_faa(int argc, char **argv);
 int cmd_mkfs(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
+int cmd_rebuild(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 #endif

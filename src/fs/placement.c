@@ -1,0 +1,233 @@
+/* A volume's placement: how many copies of every block it keeps, on which
+ * ring of pools, and which pools are stale (missed writes while down, so
+ * they are not read until rebuilt). The record lives in the home area
+ * next to the volume record, in two copies written alternately with a
+ * sequence number and a checksum, as the volume record:
+ *   home + PLACE_OFF + slot * 256: copy A (128 bytes), copy B
+ *   0 magic "RPPL", 4 version, 8 seq, 16 replicas, 20 nring, 24 stale
+ *   (bit i: ring[i]), 28 ring as 16-bit peer ids (RP_RING_MAX), 124 crc32c
+ * A volume without a record (made before replicas existed) has one copy. */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/crypto.h>
+#include <rdmapool/layout.h>
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PLACE_MAGIC 0x4c505052u /* "RPPL" */
+#define PLACE_SIZE 256
+#define PLACE_COPY 128
+
+static uint64_t place_off(int slot, unsigned copy)
+{
+	return RP_HOME_OFFSET + VOL_PLACE_OFF + (uint64_t)slot * PLACE_SIZE + copy * PLACE_COPY;
+}
+
+static void encode(const struct rp_volplace *pl, uint8_t *b)
+{
+	memset(b, 0, PLACE_COPY);
+	rp_put_le32(b, PLACE_MAGIC);
+	rp_put_le32(b + 4, 1);
+	rp_put_le64(b + 8, pl->seq);
+	rp_put_le32(b + 16, pl->replicas);
+	rp_put_le32(b + 20, pl->nring);
+	rp_put_le32(b + 24, pl->stale);
+	for (uint32_t i = 0; i < pl->nring && i < RP_RING_MAX; i++) {
+		b[28 + 2 * i] = (uint8_t)pl->ring[i];
+		b[29 + 2 * i] = (uint8_t)(pl->ring[i] >> 8);
+	}
+	rp_put_le32(b + 124, rp_crc32c(0, b, 124));
+}
+
+static int decode(const uint8_t *b, struct rp_volplace *pl)
+{
+	if (rp_get_le32(b) != PLACE_MAGIC || rp_get_le32(b + 4) != 1 ||
+	    rp_get_le32(b + 124) != rp_crc32c(0, b, 124))
+		return -ENODATA;
+	memset(pl, 0, sizeof(*pl));
+	pl->seq = rp_get_le64(b + 8);
+	pl->replicas = rp_get_le32(b + 16);
+	pl->nring = rp_get_le32(b + 20);
+	pl->stale = rp_get_le32(b + 24);
+	if (pl->replicas < 1 || pl->replicas > RP_MAX_REPLICAS || pl->nring > RP_RING_MAX ||
+	    (pl->replicas > 1 && pl->nring < pl->replicas))
+		return -EBADMSG;
+	for (uint32_t i = 0; i < pl->nring; i++)
+		pl->ring[i] = b[28 + 2 * i] | (uint32_t)b[29 + 2 * i] << 8;
+	return 0;
+}
+
+int place_read(struct rp_poolset *ps, int slot, struct rp_volplace *pl)
+{
+	uint8_t b[PLACE_SIZE];
+	struct rp_volplace a, c;
+	int rc = vol_home_read(ps, place_off(slot, 0), b, sizeof(b));
+	if (rc < 0)
+		return rc;
+	int ra = decode(b, &a), rc2 = decode(b + PLACE_COPY, &c);
+	if (ra < 0 && rc2 < 0) {
+		memset(pl, 0, sizeof(*pl));
+		pl->replicas = 1;
+		return ra == -EBADMSG || rc2 == -EBADMSG ? -EBADMSG : -ENODATA;
+	}
+	*pl = (ra == 0 && (rc2 < 0 || a.seq > c.seq)) ? a : c;
+	return 0;
+}
+
+int place_write(struct rp_poolset *ps, int slot, struct rp_volplace *pl, bool both)
+{
+	uint8_t b[PLACE_COPY];
+	pl->seq++;
+	encode(pl, b);
+	int rc = vol_home_write(ps, place_off(slot, pl->seq % 2), b, sizeof(b));
+	if (rc == 0 && both)
+		rc = vol_home_write(ps, place_off(slot, (pl->seq + 1) % 2), b, sizeof(b));
+	return rc;
+}
+
+int place_new(struct rp_poolset *ps, uint32_t replicas, struct rp_volplace *pl, char *err,
+	      size_t errlen)
+{
+	uint32_t ids[RP_RING_MAX];
+	const char *zones[RP_RING_MAX];
+	size_t n = RP_MIN(ps->npeers, (size_t)RP_RING_MAX);
+	memset(pl, 0, sizeof(*pl));
+	pl->replicas = replicas ? replicas : 1;
+	if (pl->replicas == 1)
+		return 0;
+	if (pl->replicas > RP_MAX_REPLICAS || pl->replicas > n) {
+		snprintf(err, errlen, "--replicas %u: at most %d, and at most the %zu peers of the "
+			 "cluster file", pl->replicas, RP_MAX_REPLICAS, n);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ids[i] = ps->ids[i];
+		zones[i] = ps->pools[ids[i]].peer.zone;
+	}
+	rp_placement_ring(ids, zones, n, pl->ring);
+	pl->nring = (uint32_t)n;
+	return 0;
+}
+
+int place_ring_index(const struct rp_volplace *pl, uint32_t pool)
+{
+	for (uint32_t i = 0; i < pl->nring; i++)
+		if (pl->ring[i] == pool)
+			return (int)i;
+	return -1;
+}
+
+/* A write missed pool: record it as stale (once), before the write counts. */
+static int lost_copy(void *arg, uint32_t pool, int err)
+{
+	struct rp_fs *fs = arg;
+	int i = place_ring_index(&fs->place, pool), rc = 0;
+	if (i < 0 || fs->ro || fs->place.replicas < 2)
+		return fs->ro ? 0 : err;
+	pthread_mutex_lock(&fs->place_mu);
+	if (!(fs->place.stale & (1u << i))) {
+		struct rp_volplace next = fs->place;
+		next.stale |= 1u << i;
+		rc = lease_guard(fs);
+		if (rc == 0)
+			rc = place_write(fs->ps, fs->slot, &next, false);
+		if (rc == 0) {
+			fs->place = next;
+			rp_warn("volume \"%s\": peer %u missed a write (%s): running degraded, its "
+				"copies are stale until 'rdmapool rebuild'", fs->vol.name, pool,
+				strerror(-err));
+		} else {
+			rp_err("volume \"%s\": peer %u missed a write (%s) and that could not be "
+			       "recorded (%s)", fs->vol.name, pool, strerror(-err), strerror(-rc));
+		}
+	}
+	pthread_mutex_unlock(&fs->place_mu);
+	return rc;
+}
+
+int place_note_down(struct rp_fs *fs)
+{
+	int rc = 0;
+	for (uint32_t i = 0; rc == 0 && i < fs->place.nring && fs->place.replicas > 1; i++) {
+		uint32_t id = fs->place.ring[i];
+		if (fs->place.stale & (1u << i))
+			continue;
+		/* replaced by a new pool (seen at replay), or down now */
+		int up = fs->ps->pools[id].stale ? -ESTALE : rp_pool_ensure(fs->ps, id);
+		if (up < 0 && (rc = lost_copy(fs, id, up)) == 0)
+			fs->ps->pools[id].stale = true;
+	}
+	return rc;
+}
+
+int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
+{
+	struct rp_placement p = { .replicas = pl->replicas, .nring = pl->nring,
+				  .lost = lost_copy, .lost_arg = fs };
+	memcpy(p.ring, pl->ring, sizeof(p.ring));
+	int rc = rp_poolset_set_placement(fs->ps, &p);
+	if (rc < 0)
+		return rc;
+	fs->place = *pl;
+	fs->place_installed = true;
+	for (uint32_t i = 0; i < pl->nring; i++)
+		if (pl->stale & (1u << i))
+			fs->ps->pools[pl->ring[i]].stale = true;
+	return 0;
+}
+
+void place_uninstall(struct rp_fs *fs)
+{
+	if (!fs->place_installed)
+		return;
+	for (uint32_t i = 0; i < fs->place.nring; i++)
+		fs->ps->pools[fs->place.ring[i]].stale = false;
+	struct rp_placement none = { .replicas = 1 };
+	rp_poolset_set_placement(fs->ps, &none);
+	fs->place_installed = false;
+}
+
+void place_describe(const struct rp_volplace *pl, char *buf, size_t len)
+{
+	size_t o = 0;
+	if (pl->replicas <= 1) {
+		snprintf(buf, len, "replicas 1");
+		return;
+	}
+	o += (size_t)snprintf(buf + o, len - o, "replicas %u", pl->replicas);
+	if (!pl->stale) {
+		snprintf(buf + o, len - o, ", all copies current");
+		return;
+	}
+	o += (size_t)snprintf(buf + o, len - o, ", DEGRADED: stale peer(s)");
+	for (uint32_t i = 0; i < pl->nring && o < len; i++)
+		if (pl->stale & (1u << i))
+			o += (size_t)snprintf(buf + o, len - o, " %u", pl->ring[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, " (run 'rdmapool rebuild')");
+}
+
+static int describe_cb(void *arg, int slot, const struct rp_volrec *vol)
+{
+	struct { struct rp_poolset *ps; FILE *out; } *c = arg;
+	struct rp_volplace pl;
+	char d[256];
+	int rc = place_read(c->ps, slot, &pl);
+	if (rc < 0 && rc != -ENODATA)
+		snprintf(d, sizeof(d), "placement unreadable: %s", strerror(-rc));
+	else
+		place_describe(&pl, d, sizeof(d));
+	fprintf(c->out, "volume \"%s\": %s\n", vol->name, d);
+	return 0;
+}
+
+int rp_fs_describe_volumes(struct rp_poolset *ps, FILE *out)
+{
+	struct { struct rp_poolset *ps; FILE *out; } c = { ps, out };
+	return vol_each(ps, describe_cb, &c);
+}

@@ -1,0 +1,21 @@
+/* Internals of the pool layer shared by its files: the single-pool
+ * operations that replica.c builds copies from. */
+#ifndef RDMAPOOL_POOL_IMPL_H
+#define RDMAPOOL_POOL_IMPL_H
+
+#include <rdmapool/pool.h>
+
+/* allocator.c: one pool, no replicas */
+int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
+int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e);
+int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
+uint64_t pool_word_off(const struct rp_pool *p, uint64_t w);
+/* io.c: every io to the pool it names */
+int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
+
+/* replica.c */
+int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
+int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
+int replica_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
+
+#endif

@@ -1,0 +1,410 @@
+/* Replicas: every extent of a replicated volume has copies at the same
+ * block numbers on the next pools of a ring (the placement). Allocation
+ * claims the blocks on every copy's pool with compare-and-swap, writes go
+ * to all copies in one posted batch and one wait, reads go to the first
+ * copy that is not stale and fail over to the next. A copy that a write
+ * could not reach is reported to the owner of the placement (the volume
+ * records it before the write counts) and then left alone: it is stale
+ * until a rebuild brings it up to date, so it is never read with old data. */
+#include "config.h"
+#include <rdmapool/bitmap.h>
+#include <rdmapool/log.h>
+#include <rdmapool/pool.h>
+#include <rdmapool/util.h>
+
+#include "pool_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPAN_WORDS RP_ALLOC_SPAN_WORDS
+
+int rp_poolset_set_placement(struct rp_poolset *ps, const struct rp_placement *pl)
+{
+	if (pl->replicas > RP_MAX_REPLICAS || pl->nring > RP_RING_MAX ||
+	    (pl->replicas > 1 && pl->replicas > pl->nring))
+		return -EINVAL;
+	for (uint32_t i = 0; i < pl->nring; i++)
+		if (!rp_poolset_has(ps, pl->ring[i]))
+			return -ENODEV;
+	ps->place = *pl;
+	if (pl->replicas <= 1)
+		return 0;
+	/* A pool down since the start has no known geometry; its copies have
+	 * the same block numbers, so borrow a copy's for the offset arithmetic
+	 * (it is never reached: it stays down for this process). */
+	for (uint32_t i = 0; i < pl->nring; i++) {
+		struct rp_pool *p = &ps->pools[pl->ring[i]];
+		if (p->sb.magic)
+			continue;
+		for (uint32_t k = 1; k < pl->nring; k++) {
+			const struct rp_pool *q = &ps->pools[pl->ring[(i + k) % pl->nring]];
+			if (q->sb.magic) {
+				p->sb.block_size = q->sb.block_size;
+				p->sb.nblocks = q->sb.nblocks;
+				p->sb.data_off = q->sb.data_off;
+				p->sb.bitmap_off = q->sb.bitmap_off;
+				p->sb.bitmap_words = q->sb.bitmap_words;
+				break;
+			}
+		}
+	}
+	return 0;
+}
+
+static int ring_index(const struct rp_poolset *ps, uint32_t pool)
+{
+	for (uint32_t i = 0; i < ps->place.nring; i++)
+		if (ps->place.ring[i] == pool)
+			return (int)i;
+	return -1;
+}
+
+unsigned rp_replica_members(const struct rp_poolset *ps, uint32_t pool, uint32_t *out)
+{
+	int i = rp_poolset_replicated(ps) ? ring_index(ps, pool) : -1;
+	out[0] = pool;
+	if (i < 0)
+		return 1;
+	for (uint32_t k = 1; k < ps->place.replicas; k++)
+		out[k] = ps->place.ring[((uint32_t)i + k) % ps->place.nring];
+	return ps->place.replicas;
+}
+
+static const char *zone_of(const char *const *zone, size_t i)
+{
+	return zone && zone[i] ? zone[i] : ""; /* peers without a zone: one zone */
+}
+
+void rp_placement_ring(const uint32_t *ids, const char *const *zone, size_t n, uint32_t *ring)
+{
+	/* zones, in order of first appearance, take turns giving their next peer */
+	size_t k = 0;
+	for (size_t round = 0; k < n; round++) {
+		for (size_t i = 0; i < n; i++) {
+			const char *z = zone_of(zone, i);
+			size_t first = 0, r = 0;
+			while (strcmp(zone_of(zone, first), z) != 0)
+				first++;
+			if (first != i)
+				continue; /* the zone is visited at its first peer */
+			for (size_t j = i; j < n; j++)
+				if (strcmp(zone_of(zone, j), z) == 0 && r++ == round)
+					ring[k++] = ids[j];
+		}
+	}
+}
+
+uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, uint64_t off)
+{
+	return off - ps->pools[p].sb.data_off + ps->pools[m].sb.data_off;
+}
+
+/* A copy we may use now: not stale, and its connection up (or revived). */
+static bool usable(struct rp_poolset *ps, uint32_t pool)
+{
+	return !ps->pools[pool].stale && rp_pool_ensure(ps, pool) == 0;
+}
+
+/* ---- allocation: the same free run claimed on every copy's pool ---- */
+
+static int clear_bits(struct rp_pool *p, uint64_t w, uint64_t v, uint64_t mask)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t old;
+		int rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v & ~mask, &old);
+		if (rc < 0 || old == v)
+			return rc;
+		v = old;
+	}
+	return -EAGAIN;
+}
+
+/* Claim mask in word w on every pool, in order; on a conflict give back
+ * what was claimed. 1 claimed, 0 lost a race (spans updated), or -errno. */
+static int claim_word(struct rp_pool **p, unsigned nm, uint64_t (*span)[SPAN_WORDS], uint64_t i,
+		      uint64_t w, uint64_t mask)
+{
+	unsigned j;
+	int rc = 0;
+	for (j = 0; j < nm; j++) {
+		uint64_t v = span[j][i], old;
+		rc = rp_conn_cas(p[j]->conn, pool_word_off(p[j], w), v, v | mask, &old);
+		if (rc < 0)
+			break;
+		if (old != v) {
+			span[j][i] = old;
+			break;
+		}
+		span[j][i] = v | mask;
+	}
+	if (j == nm)
+		return 1;
+	for (unsigned k = 0; k < j; k++)
+		if (clear_bits(p[k], w, span[k][i], mask) == 0)
+			span[k][i] &= ~mask;
+	return rc < 0 ? rc : 0;
+}
+
+int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	struct rp_pool *p[RP_MAX_REPLICAS] = { 0 };
+	uint64_t span[RP_MAX_REPLICAS][SPAN_WORDS];
+	unsigned nm = rp_replica_members(ps, pool, m);
+	uint64_t words = UINT64_MAX;
+
+	if (want == 0 || want > 64)
+		return -EINVAL;
+	if (nm < ps->place.replicas)
+		return -ENOSPC; /* not a ring pool: nothing of this volume goes there */
+	for (unsigned j = 0; j < nm; j++) {
+		if (!usable(ps, m[j]))
+			return -ENOSPC; /* a copy would be missing from the start */
+		p[j] = &ps->pools[m[j]];
+		words = RP_MIN(words, p[j]->sb.bitmap_words);
+	}
+	uint64_t start = p[0]->cursor % words;
+	for (uint64_t scanned = 0; scanned < words;) {
+		uint64_t w0 = (start + scanned) % words, n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
+		for (unsigned j = 0; j < nm; j++) {
+			int rc = rp_conn_read(p[j]->conn, pool_word_off(p[j], w0), span[j], n * 8);
+			if (rc < 0)
+				return rc;
+		}
+		for (uint64_t i = 0; i < n; i++) {
+			unsigned bit, len;
+			for (int races = 0; races < 64; races++) {
+				uint64_t taken = 0;
+				for (unsigned j = 0; j < nm; j++)
+					taken |= span[j][i];
+				if (rp_bitmap_find_run(taken, want, &bit, &len) < 0)
+					break;
+				int rc = claim_word(p, nm, span, i, w0 + i, rp_bitmap_mask(bit, len));
+				if (rc < 0)
+					return rc;
+				if (rc == 1) {
+					p[0]->cursor = w0 + i;
+					*out = (struct rp_extent){ .pool = pool, .count = len,
+								   .block = (w0 + i) * 64 + bit };
+					return 0;
+				}
+			}
+		}
+		scanned += n;
+	}
+	return -ENOSPC;
+}
+
+int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count,
+			bool fresh)
+{
+	int rc = rp_pool_ensure(ps, pool);
+	if (rc < 0)
+		return rc;
+	struct rp_pool *p = &ps->pools[pool];
+	if (count == 0 || block + count > p->sb.nblocks)
+		return -EINVAL;
+	for (uint64_t b = block, end = block + count; b < end;) {
+		unsigned bit = (unsigned)(b % 64), len = (unsigned)RP_MIN(end - b, 64 - bit);
+		uint64_t mask = rp_bitmap_mask(bit, len), w = b / 64, v, old;
+		if ((rc = rp_conn_faa(p->conn, pool_word_off(p, w), 0, &v)) < 0)
+			return rc;
+		for (;;) {
+			if (fresh && (v & mask))
+				return -EEXIST;
+			if ((v & mask) == mask)
+				break;
+			if ((rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v | mask, &old)) < 0)
+				return rc;
+			if (old == v)
+				break;
+			v = old;
+		}
+		b += len;
+	}
+	p->span_n = 0; /* the cached span may not show these */
+	return 0;
+}
+
+/* ---- frees: every copy that is not stale ---- */
+
+int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
+{
+	struct rp_extent *all = calloc(n * RP_MAX_REPLICAS + 1, sizeof(*all));
+	size_t k = 0;
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t m[RP_MAX_REPLICAS];
+		unsigned nm = rp_replica_members(ps, v[i].pool, m);
+		for (unsigned j = 0; j < nm; j++)
+			if (!ps->pools[m[j]].stale) {
+				all[k] = v[i];
+				all[k++].pool = m[j];
+			}
+	}
+	/* a copy that is down keeps its bits: a leak on it, found by fsck */
+	int rc = pool_free_many_single(ps, all, k);
+	free(all);
+	return rc;
+}
+
+/* ---- data I/O ---- */
+
+/* Tell the owner about copies that failed, once per pool; 0 when every one
+ * is recorded (and so now stale), else the owner's error. */
+static int report_lost(struct rp_poolset *ps, const struct rp_io *ex, size_t nex)
+{
+	int rc = 0;
+	for (size_t j = 0; j < nex; j++) {
+		uint32_t pool = ex[j].pool;
+		if (ex[j].status == 0 || ps->pools[pool].stale)
+			continue;
+		int lrc = ps->place.lost ? ps->place.lost(ps->place.lost_arg, pool, ex[j].status)
+					 : ex[j].status;
+		if (lrc < 0) {
+			if (rc == 0)
+				rc = lrc;
+			continue;
+		}
+		ps->pools[pool].stale = true;
+	}
+	return rc;
+}
+
+static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
+{
+	struct rp_io *ex = calloc(n * RP_MAX_REPLICAS, sizeof(*ex));
+	size_t *owner = calloc(n * RP_MAX_REPLICAS, sizeof(*owner));
+	size_t nex = 0;
+	int rc = 0;
+	if (!ex || !owner) {
+		free(ex);
+		free(owner);
+		return -ENOMEM;
+	}
+	/* copy-major, so each pool's ios stay together for posting */
+	for (unsigned k = 0; k < ps->place.replicas; k++)
+		for (size_t i = 0; i < n; i++) {
+			uint32_t m[RP_MAX_REPLICAS];
+			unsigned nm = rp_replica_members(ps, ios[i].pool, m);
+			if (k >= nm || ps->pools[m[k]].stale)
+				continue;
+			ex[nex] = ios[i];
+			ex[nex].pool = m[k];
+			ex[nex].off = rp_replica_offset(ps, ios[i].pool, m[k], ios[i].off);
+			owner[nex++] = i;
+		}
+	poolset_rw_single(ps, RP_OP_WRITE, ex, nex); /* each io has its status */
+	int lost = report_lost(ps, ex, nex);
+	for (size_t i = 0; i < n; i++)
+		ios[i].status = -EIO; /* until a copy is known written */
+	for (size_t j = 0; j < nex; j++)
+		if (ex[j].status == 0 && ios[owner[j]].status != 0)
+			ios[owner[j]].status = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ios[i].status == 0 && lost < 0)
+			ios[i].status = lost; /* written, but a lost copy could not be recorded */
+		if (ios[i].status < 0 && rc == 0)
+			rc = ios[i].status;
+	}
+	free(ex);
+	free(owner);
+	return rc;
+}
+
+/* Reads: the first usable copy; what fails is tried on the next one. */
+static int read_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
+{
+	struct rp_io *ex = calloc(n, sizeof(*ex));
+	size_t *owner = calloc(n, sizeof(*owner));
+	unsigned *next = calloc(n, sizeof(*next));
+	int rc = 0;
+	if (!ex || !owner || !next) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		ios[i].status = 1; /* pending */
+	for (unsigned round = 0; round < ps->place.replicas; round++) {
+		size_t nex = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t m[RP_MAX_REPLICAS];
+			unsigned nm = rp_replica_members(ps, ios[i].pool, m);
+			if (ios[i].status != 1 && ios[i].status >= 0)
+				continue;
+			while (next[i] < nm && !usable(ps, m[next[i]]))
+				next[i]++;
+			if (next[i] >= nm) {
+				if (ios[i].status == 1)
+					ios[i].status = -EIO; /* no copy left */
+				continue;
+			}
+			uint32_t pool = m[next[i]++];
+			ex[nex] = ios[i];
+			ex[nex].pool = pool;
+			ex[nex].off = rp_replica_offset(ps, ios[i].pool, pool, ios[i].off);
+			owner[nex++] = i;
+		}
+		if (nex == 0)
+			break;
+		poolset_rw_single(ps, RP_OP_READ, ex, nex);
+		for (size_t j = 0; j < nex; j++) {
+			ios[owner[j]].status = ex[j].status;
+			if (ex[j].status < 0)
+				rp_warn("peer %u: read failed (%s); trying another copy", ex[j].pool,
+					strerror(-ex[j].status));
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ios[i].status == 1)
+			ios[i].status = -EIO;
+		if (ios[i].status < 0 && rc == 0)
+			rc = ios[i].status;
+	}
+out:
+	free(ex);
+	free(owner);
+	free(next);
+	return rc;
+}
+
+int replica_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (opc == RP_OP_WRITE)
+		return write_copies(ps, ios, n);
+	if (opc == RP_OP_READ)
+		return read_copies(ps, ios, n);
+	return -EINVAL;
+}
+
+int rp_pool_read_copy(struct rp_poolset *ps, uint32_t pool, unsigned k, uint64_t off, void *buf,
+		      size_t len)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(ps, pool, m);
+	if (k >= nm)
+		return -EINVAL;
+	if (ps->pools[m[k]].stale)
+		return -ESTALE;
+	return rp_pool_read(ps, m[k], rp_replica_offset(ps, pool, m[k], off), buf, len);
+}
+
+int rp_pool_read_data(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(ps, pool, m);
+	int rc = -EIO;
+	for (unsigned k = 0; k < nm; k++) {
+		if (ps->pools[m[k]].stale && nm > 1)
+			continue;
+		rc = rp_pool_read_copy(ps, pool, k, off, buf, len);
+		if (rc == 0)
+			return 0;
+	}
+	return rc;
+}
