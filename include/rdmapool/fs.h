@@ -43,6 +43,11 @@ struct rp_mount_opts {
 				  * 0 = RP_DEFAULT_FOLLOW_MS */
 	uint32_t commit_ms;      /* flush the metadata log at least this often; 0 = 1000 */
 	const char *holder;      /* shown to a second mounter; default host:pid */
+	/* rdmapool rebuild: fill stale copies that answer again, before the
+	 * new log is written (rp_fs_rebuild) */
+	bool rebuild;
+	uint32_t rebuild_rate_mib;
+	FILE *progress;
 };
 
 int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, size_t errlen);

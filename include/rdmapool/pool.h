@@ -99,6 +99,9 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 void rp_poolset_close(struct rp_poolset *ps);
 
 static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->error == 0; }
+/* Connected now, without trying to reconnect (which may take the connect
+ * timeout): for copies that can be skipped rather than waited for. */
+bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool);
 
 /* Make sure a pool can be used: reconnect a dropped connection (at most every
  * half second) and check that the region behind it is the same pool (same

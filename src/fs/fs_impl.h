@@ -215,6 +215,7 @@ struct rp_lease {
 	uint64_t epoch;          /* our writer epoch: the fence word while we hold it */
 	uint32_t period_ms;
 	uint64_t last_renew_ms;  /* when the last renewal that landed was sent */
+	bool took_over;          /* from a holder that stopped without unmounting */
 };
 /* Take the volume's lease; a live holder gives -EBUSY with its name in err,
  * a holder silent for the expiry time is taken over. */
@@ -354,6 +355,7 @@ struct rp_fs {
 	struct rp_volplace place; /* copies; stale pools (placement.c) */
 	bool place_installed;
 	pthread_mutex_t place_mu;
+	unsigned rebuild_done, rebuild_left, rebuild_returned; /* rebuild.c */
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
 		bool known;
 		uint8_t uuid[16];
@@ -473,6 +475,13 @@ bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms);
 /* Before an operation that grows the volume, without fs->mu: if space looks
  * short, settle (bounded); the operation's space_check_locked decides. */
 void space_wait(struct rp_fs *fs, uint64_t want);
+
+/* rebuild.c: after a writer stopped without unmounting, its last writes
+ * may have reached some copies only: make every current copy the same as
+ * the first (fs->mu held, before serving). */
+int copies_resync(struct rp_fs *fs);
+/* Fill the stale pools that answer (a rebuild's mount, after replay). */
+int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, size_t errlen);
 
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);

@@ -25,7 +25,8 @@
 #define HOME_RECHECK_MS 1000
 
 /* The epochs of every listed pool (UINT64_MAX: unreachable); the authority. */
-static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, uint64_t *top)
+static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, uint64_t *top,
+		     bool all)
 {
 	bool any = false;
 	*top = 0;
@@ -33,7 +34,11 @@ static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, ui
 		uint32_t id = ps->ids[k];
 		uint64_t e;
 		epochs[k] = UINT64_MAX;
-		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+		/* a copy out of sync stays so until resynced; a pool that is
+		 * not connected is not waited for (its reconnect is the data
+		 * path's business) */
+		if ((ps->pools[id].home_out && !all) || !rp_pool_connected(ps, id) ||
+		    rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
 			continue;
 		epochs[k] = e;
 		ps->pools[id].home_out = false; /* until compared with the top below */
@@ -61,7 +66,7 @@ static int home_pool(struct rp_poolset *ps, uint32_t *pool)
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
 	if (!ep)
 		return -ENOMEM;
-	int rc = home_scan(ps, ep, pool, &top);
+	int rc = home_scan(ps, ep, pool, &top, false);
 	free(ep);
 	if (rc < 0)
 		return rc;
@@ -110,7 +115,7 @@ static int home_mirror(struct rp_poolset *ps, uint32_t auth, uint64_t off, const
 		uint64_t pe;
 		if ((id == auth && skip_auth) || ps->pools[id].home_out || !ps->pools[id].present)
 			continue;
-		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
+		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
 			/* unreachable: whether it was in sync is unknown; it
 			 * may be (it missed this write), so drop it */
 			missed[k] = any = true;
@@ -190,7 +195,7 @@ int home_resync(struct rp_poolset *ps, FILE *out)
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
 	uint8_t *area = malloc(RP_HOME_SIZE);
 	uint32_t auth;
-	int rc = ep && area ? home_scan(ps, ep, &auth, &top) : -ENOMEM;
+	int rc = ep && area ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
 	if (rc == 0)
 		rc = rp_pool_read(ps, auth, RP_HOME_OFFSET, area, RP_HOME_SIZE);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
@@ -203,6 +208,8 @@ int home_resync(struct rp_poolset *ps, FILE *out)
 		rc = rp_pool_write(ps, id, RP_HOME_OFFSET, area, RP_HOME_SIZE);
 		if (rc == 0)
 			rc = rp_pool_write(ps, id, HOME_EPOCH_OFF, &top, 8);
+		if (rc == 0)
+			ps->pools[id].home_out = false; /* mirrored to from now on */
 		if (rc == 0 && out)
 			fprintf(out, "peer %u: volume table copied from peer %u\n", id, auth);
 	}
@@ -216,7 +223,7 @@ int home_init(struct rp_poolset *ps)
 {
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top, old;
 	uint32_t auth;
-	int rc = ep ? home_scan(ps, ep, &auth, &top) : -ENOMEM;
+	int rc = ep ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
 	/* epochs start at 1 once a volume exists: a pool replaced by an empty
 	 * one (epoch 0) is then out of sync, never the authority */
 	for (size_t k = 0; rc == 0 && top == 0 && k < ps->npeers; k++)

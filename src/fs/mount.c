@@ -339,25 +339,32 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 		snprintf(err, errlen, "cannot start the lease thread");
 		goto fail_lease;
 	}
-	/* the record may have changed while we waited for a stale lease */
+	/* the records may have changed while we waited for a stale lease */
 	if ((rc = vol_read(fs->ps, fs->slot, &fs->vol)) < 0) {
 		snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
 		goto fail_lease;
 	}
+	if ((rc = fs_use_placement(fs, err, errlen)) < 0)
+		goto fail_lease;
 	home_init(fs->ps);
 	if ((rc = state_load(fs, &segs, err, errlen)) < 0)
 		goto fail_lease;
-	if ((rc = place_note_down(fs)) < 0) {
-		snprintf(err, errlen, "recording the peers that are down: %s", strerror(-rc));
-		goto fail_lease;
-	}
+	/* not fatal: a pool that holds the last current copy of some blocks
+	 * stays current (writes to those blocks fail until it is back) */
+	place_note_down(fs);
 	fs->log.segs = segs;
 	segs = (struct rp_extvec){ 0 };
 	fs->log.epoch = fs->vol.epoch;
+	if (o->rebuild && (rc = rebuild_stale(fs, o->rebuild_rate_mib, o->progress, err, errlen)) < 0) {
+		extvec_free(&fs->log.segs);
+		goto fail_lease;
+	}
 	atomic_store(&fs->log_segments, fs->log.segs.n);
 	space_refresh(fs);
 	pthread_mutex_lock(&fs->mu);
-	rc = checkpoint(fs);
+	rc = fs->lease.took_over && rp_poolset_replicated(fs->ps) ? copies_resync(fs) : 0;
+	if (rc == 0)
+		rc = checkpoint(fs);
 	if (rc == 0) {
 		size_t orphans = 0;
 		for (size_t b = 0; b < fs->it.nb; b++) {

@@ -122,7 +122,24 @@ int place_ring_index(const struct rp_volplace *pl, uint32_t pool)
 	return -1;
 }
 
-/* A write missed pool: record it as stale (once), before the write counts. */
+/* Would marking ring[i] stale leave some blocks without a current copy?
+ * (Every extent on ring[j] has copies on ring[j..j+replicas-1].) */
+static bool last_copy(const struct rp_volplace *pl, int i)
+{
+	uint32_t stale = pl->stale | 1u << i;
+	for (uint32_t back = 0; back < pl->replicas; back++) {
+		uint32_t j = ((uint32_t)i + pl->nring - back) % pl->nring, current = 0;
+		for (uint32_t k = 0; k < pl->replicas; k++)
+			current += !((stale >> ((j + k) % pl->nring)) & 1);
+		if (current == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A write missed pool: record it as stale (once), before the write counts.
+ * Not when it holds the only current copy of some blocks: then the write
+ * fails (EIO), as on a disk, and the pool stays the copy to read. */
 static int lost_copy(void *arg, uint32_t pool, int err)
 {
 	struct rp_fs *fs = arg;
@@ -130,7 +147,12 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 	if (i < 0 || fs->ro || fs->place.replicas < 2)
 		return fs->ro ? 0 : err;
 	pthread_mutex_lock(&fs->place_mu);
-	if (!(fs->place.stale & (1u << i))) {
+	if (!(fs->place.stale & (1u << i)) && last_copy(&fs->place, i)) {
+		rc = err < 0 ? err : -EIO;
+		rp_err("volume \"%s\": peer %u failed (%s) and holds the last current copy of "
+		       "some blocks: writes to them fail until it is back", fs->vol.name, pool,
+		       strerror(-err));
+	} else if (!(fs->place.stale & (1u << i))) {
 		struct rp_volplace next = fs->place;
 		next.stale |= 1u << i;
 		rc = lease_guard(fs);
@@ -176,8 +198,7 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
 	fs->place = *pl;
 	fs->place_installed = true;
 	for (uint32_t i = 0; i < pl->nring; i++)
-		if (pl->stale & (1u << i))
-			fs->ps->pools[pl->ring[i]].stale = true;
+		fs->ps->pools[pl->ring[i]].stale = (pl->stale >> i) & 1;
 	return 0;
 }
 

@@ -1,9 +1,11 @@
 /* Rebuild: bring the stale copies of a replicated volume up to date. The
- * volume is mounted read-write by the rebuild itself (it holds the lease,
- * so nothing writes the volume meanwhile); every extent with a copy on a
- * stale pool that answers again is claimed on that pool's bitmap and copied
- * from a current copy; then the pool is marked current in the placement
- * record. The home area (volume table) is brought in sync first. */
+ * home area (volume table) is brought in sync first; then the volume is
+ * mounted read-write by the rebuild itself (it holds the lease, so nothing
+ * writes the volume meanwhile) and, after replay and before the mount's new
+ * log is written (which may need the stale pools' room), every extent with
+ * a copy on a stale pool that answers again is claimed on that pool's
+ * bitmap and copied from a current copy; the pool is then marked current
+ * in the placement record. */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -143,7 +145,7 @@ static int count_extent(struct rebuild *r, const struct rp_extent *e)
 	return 0;
 }
 
-/* Fill one stale pool, then mark it current (fs->mu held). */
+/* Fill one stale pool, then mark it current (at mount, before the new log). */
 static int rebuild_pool(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
@@ -175,11 +177,102 @@ static int rebuild_pool(struct rebuild *r)
 		fs->pool_ids[r->pool].known = true;
 		memcpy(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16);
 	}
-	/* the log names the pool it now trusts (a checkpoint writes it too) */
-	struct rp_rec rec = { .type = REC_POOL, .flags = REC_F_END, .ext = { .pool = r->pool },
-			      .value = p->sb.pool_uuid, .value_len = 16 };
-	if ((rc = fs_commit(fs, &rec, 1)) == 0)
-		rc = log_flush(fs, &fs->log);
+	/* the checkpoint that follows names the new pool (REC_POOL) */
+	return 0;
+}
+
+/* One extent: the first current copy onto the other current ones. */
+static int resync_extent(struct rebuild *r, const struct rp_extent *e)
+{
+	struct rp_poolset *ps = r->fs->ps;
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(ps, e->pool, m), src = nm;
+	for (unsigned k = 0; k < nm && src == nm; k++)
+		if (!ps->pools[m[k]].stale)
+			src = k;
+	const struct rp_pool_sb *sb = &ps->pools[e->pool].sb;
+	uint64_t off = rp_block_offset(sb, e->block), left = (uint64_t)e->count * sb->block_size;
+	while (src < nm && left) {
+		uint32_t n = (uint32_t)RP_MIN(left, (uint64_t)COPY_CHUNK);
+		int rc = rp_pool_read_copy(ps, e->pool, src, off, r->buf, n);
+		for (unsigned k = src + 1; rc == 0 && k < nm; k++) {
+			if (ps->pools[m[k]].stale)
+				continue;
+			int wrc = rp_pool_write(ps, m[k], rp_replica_offset(ps, e->pool, m[k], off),
+						r->buf, n);
+			/* a copy that cannot be written is recorded stale, as in writes */
+			if (wrc < 0 && (rc = ps->place.lost(ps->place.lost_arg, m[k], wrc)) == 0)
+				ps->pools[m[k]].stale = true;
+		}
+		if (rc < 0)
+			return rc;
+		off += n;
+		left -= n;
+		r->done += n / sb->block_size;
+	}
+	return 0;
+}
+
+int copies_resync(struct rp_fs *fs)
+{
+	struct rebuild r = { .fs = fs, .start_ms = rp_now_ms() };
+	r.buf = malloc(COPY_CHUNK);
+	int rc = r.buf ? each_extent(fs, resync_extent, &r) : -ENOMEM;
+	free(r.buf);
+	if (rc == 0)
+		rp_info("volume \"%s\": the last writer stopped without unmounting: %llu blocks "
+			"of copies made the same in %llu ms", fs->vol.name, (unsigned long long)r.done,
+			(unsigned long long)(rp_now_ms() - r.start_ms));
+	else
+		rp_err("volume \"%s\": making the copies the same after a crash: %s", fs->vol.name,
+		       strerror(-rc));
+	return rc;
+}
+
+/* A pool back with its old contents still marks blocks freed while it was
+ * away: fsck's leak pass gives them back (when no volume is mounted
+ * read-write; else 'rdmapool fsck --repair' later). */
+static void free_missed_frees(struct rp_poolset *ps, FILE *out)
+{
+	struct rp_fsck_report rep;
+	char e[512] = "";
+	FILE *quiet = fopen("/dev/null", "w");
+	int rc = quiet ? rp_fs_fsck(ps, true, quiet, &rep, e, sizeof(e)) : -errno;
+	if (quiet)
+		fclose(quiet);
+	if (!out)
+		return;
+	if (rc == 0)
+		fprintf(out, "%llu blocks freed while a pool was away given back\n",
+			(unsigned long long)rep.repaired);
+	else
+		fprintf(out, "blocks freed while a pool was away are still marked on it (%s): "
+			"run 'rdmapool fsck --repair' later\n", e[0] ? e : strerror(-rc));
+}
+
+int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, size_t errlen)
+{
+	struct rebuild r = { .fs = fs, .rate_mib = rate_mib, .out = out };
+	int rc = 0;
+	r.buf = malloc(COPY_CHUNK);
+	if (!r.buf)
+		return -ENOMEM;
+	for (uint32_t i = 0; rc == 0 && i < fs->place.nring; i++) {
+		r.pool = fs->place.ring[i];
+		if (!(fs->place.stale & (1u << i)))
+			continue;
+		if (rp_pool_ensure(fs->ps, r.pool) < 0) {
+			if (out)
+				fprintf(out, "peer %u: still unreachable, not rebuilt\n", r.pool);
+			fs->rebuild_left++;
+			continue;
+		}
+		if ((rc = rebuild_pool(&r)) < 0)
+			snprintf(err, errlen, "rebuilding peer %u: %s", r.pool, strerror(-rc));
+		fs->rebuild_done++;
+		fs->rebuild_returned += rc == 0 && !r.fresh;
+	}
+	free(r.buf);
 	return rc;
 }
 
@@ -187,7 +280,8 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		  char *err, size_t errlen)
 {
 	struct rp_fs *fs;
-	struct rp_mount_opts mo = { .volume = volume, .holder = "rdmapool rebuild" };
+	struct rp_mount_opts mo = { .volume = volume, .holder = "rdmapool rebuild", .rebuild = true,
+				    .rebuild_rate_mib = rate_mib, .progress = out };
 	int rc = home_resync(ps, out);
 	if (rc < 0) {
 		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));
@@ -195,37 +289,20 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 	}
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
-	struct rebuild r = { .fs = fs, .rate_mib = rate_mib, .out = out };
-	unsigned rebuilt = 0, left = 0;
-	r.buf = malloc(COPY_CHUNK);
-	if (!r.buf)
-		rc = -ENOMEM;
-	pthread_mutex_lock(&fs->mu);
-	for (uint32_t i = 0; rc == 0 && i < fs->place.nring; i++) {
-		r.pool = fs->place.ring[i];
-		if (!(fs->place.stale & (1u << i)))
-			continue;
-		if (rp_pool_ensure(ps, r.pool) < 0 || fs->ps->pools[r.pool].error) {
-			if (out)
-				fprintf(out, "peer %u: still unreachable, not rebuilt\n", r.pool);
-			left++;
-			continue;
-		}
-		if ((rc = rebuild_pool(&r)) < 0)
-			snprintf(err, errlen, "rebuilding peer %u: %s", r.pool, strerror(-rc));
-		else
-			rebuilt++;
-	}
-	pthread_mutex_unlock(&fs->mu);
-	free(r.buf);
-	if (out && rc == 0)
-		fprintf(out, "volume \"%s\": %u peer(s) rebuilt%s\n", fs->vol.name, rebuilt,
+	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;
+	if (out)
+		fprintf(out, "volume \"%s\": %u peer(s) rebuilt%s\n", fs->vol.name, fs->rebuild_done,
 			left ? ", some still unreachable (still degraded)" : ", all copies current");
-	int urc = rp_fs_unmount(fs);
-	if (rc == 0 && left) {
+	if ((rc = rp_fs_unmount(fs)) < 0) {
+		snprintf(err, errlen, "unmounting after the rebuild: %s", strerror(-rc));
+		return rc;
+	}
+	if (returned)
+		free_missed_frees(ps, out);
+	if (left) {
 		snprintf(err, errlen, "%u stale peer(s) still unreachable: the volume stays degraded",
 			 left);
-		rc = -EAGAIN;
+		return -EAGAIN;
 	}
-	return rc < 0 ? rc : urc;
+	return 0;
 }

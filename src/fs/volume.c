@@ -301,6 +301,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 		v = old; /* someone else moved first: look again */
 	}
 	l->slot = slot;
+	l->took_over = v != 0;
 	l->word = mine;
 	l->period_ms = period_ms;
 	l->last_renew_ms = sent;

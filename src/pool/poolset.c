@@ -213,6 +213,12 @@ out:
 	return rc;
 }
 
+bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool)
+{
+	const struct rp_pool *p = pool < ps->n ? &ps->pools[pool] : NULL;
+	return p && p->present && p->conn && p->error == 0 && rp_conn_is_up(p->conn);
+}
+
 static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
 {
 	*rc = rp_pool_ensure(ps, pool);

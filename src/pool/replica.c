@@ -101,10 +101,12 @@ uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, 
 	return off - ps->pools[p].sb.data_off + ps->pools[m].sb.data_off;
 }
 
-/* A copy we may use now: not stale, and its connection up (or revived). */
+/* A copy we may use now: not stale, and connected. A copy whose connection
+ * dropped is not waited for here (a reconnect may take the connect
+ * timeout); the owner's background check reconnects it or records it. */
 static bool usable(struct rp_poolset *ps, uint32_t pool)
 {
-	return !ps->pools[pool].stale && rp_pool_ensure(ps, pool) == 0;
+	return !ps->pools[pool].stale && rp_pool_connected(ps, pool);
 }
 
 /* ---- allocation: the same free run claimed on every copy's pool ---- */
@@ -295,9 +297,23 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			ex[nex] = ios[i];
 			ex[nex].pool = m[k];
 			ex[nex].off = rp_replica_offset(ps, ios[i].pool, m[k], ios[i].off);
+			/* not connected: missed, without waiting for a reconnect */
+			ex[nex].status = rp_pool_connected(ps, m[k]) ? 1 : -ENOTCONN;
 			owner[nex++] = i;
 		}
-	poolset_rw_single(ps, RP_OP_WRITE, ex, nex); /* each io has its status */
+	/* post the connected ones (each io gets its status), in place */
+	size_t npost = 0;
+	for (size_t j = 0; j < nex; j++)
+		if (ex[j].status == 1) {
+			struct rp_io t = ex[npost];
+			size_t to = owner[npost];
+			ex[npost] = ex[j];
+			owner[npost] = owner[j];
+			ex[j] = t;
+			owner[j] = to;
+			npost++;
+		}
+	poolset_rw_single(ps, RP_OP_WRITE, ex, npost);
 	int lost = report_lost(ps, ex, nex);
 	for (size_t i = 0; i < n; i++)
 		ios[i].status = -EIO; /* until a copy is known written */
