@@ -69,7 +69,7 @@ struct rp_poolset {
 	/* the pool whose home area is authoritative, cached by the fs layer
 	 * (home.c): -1 unknown */
 	_Atomic int64_t home_pool;
-	_Atomic uint64_t home_epoch, home_checked_ms;
+	_Atomic uint64_t home_checked_ms;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */

@@ -43,6 +43,7 @@ struct rp_op {
 	int status;        /* 0, or a negative errno (see transport(7) in rdmapool.7) */
 	/* Private to the transport. */
 	struct rp_completion *comp_;
+	int conn_idx_;     /* in comp_->conns; -1: never reached a connection */
 };
 
 /* A completion gathers operations posted to one or more connections so that
@@ -55,6 +56,9 @@ struct rp_completion {
 	int first_err;
 	size_t nconns;
 	struct rp_conn *conns[RP_COMPLETION_MAX_CONNS];
+	/* ops still outstanding per connection: on a timeout only those with
+	 * some are aborted, not a healthy one that was waited on with them */
+	size_t pending[RP_COMPLETION_MAX_CONNS];
 };
 
 struct rp_conn_params {

@@ -18,6 +18,7 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,6 @@ static int home_pool(struct rp_poolset *ps, uint32_t *pool)
 		rp_warn("volume table: now kept on peer %u (was peer %lld)", *pool,
 			(long long)cached);
 	atomic_store(&ps->home_pool, (int64_t)*pool);
-	atomic_store(&ps->home_epoch, top);
 	atomic_store(&ps->home_checked_ms, now);
 	return 0;
 }
@@ -86,9 +86,9 @@ static void home_forget(struct rp_poolset *ps)
 
 /* After a write that missed in-sync copies: those are out of sync from now
  * on (the epoch of the others moves up by one). */
-static void home_drop(struct rp_poolset *ps, const bool *missed)
+static void home_drop(struct rp_poolset *ps, const bool *missed, uint64_t e)
 {
-	uint64_t e = atomic_load(&ps->home_epoch), old;
+	uint64_t old;
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (!missed[k])
 			rp_pool_cas(ps, ps->ids[k], HOME_EPOCH_OFF, e, e + 1, &old);
@@ -101,38 +101,50 @@ static void home_drop(struct rp_poolset *ps, const bool *missed)
 	home_forget(ps);
 }
 
-/* Write to every in-sync copy; the authority's write decides the result. */
-static int home_mirror(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
-		       size_t len, bool skip_auth)
+/* Write to the authority and to every copy in sync with it (same epoch,
+ * read now: another thread may just have moved it); the authority's write
+ * decides the result. */
+static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
+			      size_t len, bool skip_auth)
 {
-	uint64_t e = atomic_load(&ps->home_epoch);
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
-	int rc = 0;
-	if (!missed)
-		return -ENOMEM;
-	for (size_t k = 0; k < ps->npeers; k++) {
+	uint64_t e;
+	int rc = missed ? rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e) : -ENOMEM;
+	if (rc == 0 && !skip_auth)
+		rc = rp_pool_write(ps, auth, off, buf, len);
+	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
-		if ((id == auth && skip_auth) || ps->pools[id].home_out || !ps->pools[id].present)
+		if (id == auth || ps->pools[id].home_out || !ps->pools[id].present)
 			continue;
 		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
-			/* unreachable: whether it was in sync is unknown; it
-			 * may be (it missed this write), so drop it */
+			/* unreachable: it may have been in sync, so drop it */
 			missed[k] = any = true;
 			continue;
 		}
 		if (pe != e)
 			continue; /* out of sync already */
-		int wrc = rp_pool_write(ps, id, off, buf, len);
-		if (wrc < 0) {
+		if (rp_pool_write(ps, id, off, buf, len) < 0)
 			missed[k] = any = true;
-			if (id == auth)
-				rc = wrc;
-		}
 	}
 	if (any && rc == 0)
-		home_drop(ps, missed);
+		home_drop(ps, missed, e);
 	free(missed);
+	if (rc < 0)
+		home_forget(ps);
+	return rc;
+}
+
+/* One mirror (epoch read, writes, drop) at a time in this process: two
+ * threads dropping copies at once would move the epochs apart. */
+static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int home_mirror(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
+		       size_t len, bool skip_auth)
+{
+	pthread_mutex_lock(&mirror_mu);
+	int rc = home_mirror_locked(ps, auth, off, buf, len, skip_auth);
+	pthread_mutex_unlock(&mirror_mu);
 	return rc;
 }
 
@@ -157,9 +169,10 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 	return rc < 0 ? rc : home_mirror(ps, auth, off, buf, len, false);
 }
 
-/* An atomic on the authority; a changed word is then written to the others. */
-static int home_atomic(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a, uint64_t b,
-		       uint64_t *old)
+/* An atomic on the authority; a changed word is then written to the others
+ * (under mirror_mu, so that the copies get the values in the same order). */
+static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a,
+			      uint64_t b, uint64_t *old)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		uint32_t auth;
@@ -175,9 +188,18 @@ static int home_atomic(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a
 		}
 		bool changed = cas ? *old == a && a != b : a != 0;
 		uint64_t now = cas ? b : *old + a;
-		return changed ? home_mirror(ps, auth, off, &now, 8, true) : 0;
+		return changed ? home_mirror_locked(ps, auth, off, &now, 8, true) : 0;
 	}
 	return -EIO;
+}
+
+static int home_atomic(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a, uint64_t b,
+		       uint64_t *old)
+{
+	pthread_mutex_lock(&mirror_mu);
+	int rc = home_atomic_locked(ps, cas, off, a, b, old);
+	pthread_mutex_unlock(&mirror_mu);
+	return rc;
 }
 
 int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desired, uint64_t *old)

@@ -52,6 +52,8 @@ void rp_op_complete(struct rp_op *op, int status)
 	struct rp_completion *comp = op->comp_;
 	pthread_mutex_lock(&comp->mu);
 	op->status = status;
+	if (op->conn_idx_ >= 0)
+		comp->pending[op->conn_idx_]--;
 	if (status < 0 && comp->first_err == 0)
 		comp->first_err = status;
 	if (--comp->remaining == 0)
@@ -77,19 +79,29 @@ static bool op_valid(const struct rp_op *op)
 void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_completion *comp)
 {
 	bool listed = false;
+	int idx = -1;
 
 	if (n == 0)
 		return;
 	pthread_mutex_lock(&comp->mu);
 	comp->remaining += n;
 	for (size_t i = 0; i < comp->nconns; i++)
-		listed |= comp->conns[i] == c;
-	if (!listed && comp->nconns < RP_COMPLETION_MAX_CONNS)
+		if (comp->conns[i] == c) {
+			listed = true;
+			idx = (int)i;
+		}
+	if (!listed && comp->nconns < RP_COMPLETION_MAX_CONNS) {
+		idx = (int)comp->nconns;
+		comp->pending[idx] = 0;
 		comp->conns[comp->nconns++] = c;
+	}
+	if (idx >= 0)
+		comp->pending[idx] += n;
 	pthread_mutex_unlock(&comp->mu);
 
 	for (size_t i = 0; i < n; i++) {
 		ops[i].comp_ = comp;
+		ops[i].conn_idx_ = idx;
 		ops[i].status = 1; /* pending */
 		ops[i].result = 0;
 	}
@@ -178,12 +190,14 @@ int rp_completion_wait(struct rp_completion *comp, uint32_t timeout_ms)
 		ts.tv_nsec = (long)(deadline % 1000000000ull);
 		if (pthread_cond_timedwait(&comp->cv, &comp->mu, &ts) == ETIMEDOUT &&
 		    comp->remaining > 0) {
-			size_t nconns = comp->nconns;
+			size_t nconns = 0;
 			struct rp_conn *conns[RP_COMPLETION_MAX_CONNS];
-			memcpy(conns, comp->conns, nconns * sizeof(conns[0]));
+			for (size_t i = 0; i < comp->nconns; i++)
+				if (comp->pending[i])
+					conns[nconns++] = comp->conns[i];
 			pthread_mutex_unlock(&comp->mu);
-			/* Abort fails every outstanding op on those connections; the
-			 * wait below then ends promptly. */
+			/* Abort fails every outstanding op on the connections that
+			 * have some; the wait below then ends promptly. */
 			for (size_t i = 0; i < nconns; i++)
 				conns[i]->vt->abort(conns[i], -ETIMEDOUT);
 			pthread_mutex_lock(&comp->mu);
