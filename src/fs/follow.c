@@ -108,6 +108,7 @@ void follow_step(struct rp_fs *fs)
 	struct rp_volrec v;
 	if (vol_read(fs->ps, fs->slot, &v) < 0)
 		return;
+	place_follow(fs); /* copies the writer found stale are not read here either */
 	int rc = 0;
 	if (reload || v.epoch != fs->tail.epoch) {
 		rc = follow_reload(fs, &v);
