@@ -35,6 +35,9 @@ struct rp_pool {
 	 * replaced), so it is neither read nor written until it is rebuilt. */
 	_Atomic bool stale;
 	_Atomic bool home_out;     /* its home area copy is out of sync (fs layer, home.c) */
+	/* Being rebuilt while in use: written with the other copies, but
+	 * neither read nor allocated on until it is current. */
+	_Atomic bool filling;
 };
 
 /* Replica placement of the volume a process works on (replica.c). The k-th
@@ -70,6 +73,13 @@ struct rp_poolset {
 	 * (home.c): -1 unknown */
 	_Atomic int64_t home_pool;
 	_Atomic uint64_t home_checked_ms;
+	/* to connect to a pool later (rp_pool_adopt) */
+	uint8_t secret[RP_SECRET_MAX];
+	size_t secret_len;
+	uint32_t connect_timeout_ms;
+	/* every registered buffer, so a pool connected later gets them too */
+	pthread_mutex_t bufs_mu;
+	struct rp_buf *bufs;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */
@@ -108,6 +118,13 @@ bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool);
  * uuid); a pool whose server came back empty is marked failed for good.
  * Returns 0 or a negative errno. */
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
+
+/* Take a pool back into use while running: connect (or reconnect) to it and
+ * accept the pool its server holds now, even under another uuid (an empty
+ * server in a dead one's place, for a rebuild), when its geometry is the one
+ * this client computes offsets with. Registers every buffer with it.
+ * 0, or a negative errno with the reason in err. */
+int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen);
 
 /* Claim up to want (1..64) contiguous free blocks in one pool: at least one
  * block is claimed, fewer than want when no run that long is found nearby.

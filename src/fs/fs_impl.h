@@ -230,6 +230,14 @@ int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holde
 /* The volume record of a slot (one small read, for followers). */
 int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec);
 
+/* ---- online rebuild requests (volume.c): the word is id << 8 | state ---- */
+enum { REBUILD_ASKED = 1, REBUILD_DONE = 2, REBUILD_FAILED = 3 };
+int vol_rebuild_word(struct rp_poolset *ps, int slot, uint64_t *v);
+/* 0 swapped, -EAGAIN the word was not expect. */
+int vol_rebuild_swap(struct rp_poolset *ps, int slot, uint64_t expect, uint64_t v);
+int vol_rebuild_progress(struct rp_poolset *ps, int slot, uint64_t done, uint64_t total);
+int vol_rebuild_read_progress(struct rp_poolset *ps, int slot, uint64_t *done, uint64_t *total);
+
 /* ---- read-only mounts (reader slots in the volume table, volume.c) ---- */
 #define READER_SLOTS 4
 struct rp_reader {
@@ -484,6 +492,8 @@ void space_wait(struct rp_fs *fs, uint64_t want);
 int copies_resync(struct rp_fs *fs);
 /* Fill the stale pools that answer (a rebuild's mount, after replay). */
 int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, size_t errlen);
+/* The read-write mount's background thread: act on a rebuild request. */
+void rebuild_poll(struct rp_fs *fs);
 
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);

@@ -296,6 +296,7 @@ static void *bg_main(void *arg)
 
 		uint64_t now = rp_now_ms();
 		place_note_down(fs); /* a copy that went away: degraded from now on */
+		rebuild_poll(fs);    /* 'rdmapool rebuild' asked us to fill stale copies */
 		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {

@@ -27,15 +27,20 @@ struct rebuild {
 	uint64_t start_ms, last_ms;
 	uint32_t rate_mib;    /* 0: no limit */
 	FILE *out;
+	bool publish;         /* online: progress in the volume slot, for the tool */
 	uint8_t *buf;
 };
 
 static void progress(struct rebuild *r, bool last)
 {
 	uint64_t now = rp_now_ms();
-	if (!r->out || (!last && now - r->last_ms < 1000))
+	if ((!r->out && !r->publish) || (!last && now - r->last_ms < 1000))
 		return;
 	r->last_ms = now;
+	if (r->publish)
+		vol_rebuild_progress(r->fs->ps, r->fs->slot, r->done, r->total);
+	if (!r->out)
+		return;
 	double s = (double)(now - r->start_ms) / 1000.0;
 	double mib = (double)r->done * r->fs->block_size / (1 << 20);
 	fprintf(r->out, "peer %u: %llu/%llu blocks (%.0f%%), %.1f MiB/s\n", r->pool,
@@ -67,14 +72,32 @@ static int source_copy(struct rebuild *r, const struct rp_extent *e, unsigned *k
 	for (unsigned j = 0; j < nm; j++)
 		*involved |= m[j] == r->pool;
 	for (unsigned j = 0; j < nm; j++)
-		if (m[j] != r->pool && !r->fs->ps->pools[m[j]].stale) {
+		if (m[j] != r->pool && !r->fs->ps->pools[m[j]].stale &&
+		    !r->fs->ps->pools[m[j]].filling) {
 			*k = j;
 			return 0;
 		}
 	return -ENODATA;
 }
 
-static int copy_extent(struct rebuild *r, const struct rp_extent *e)
+/* Mark e's blocks allocated on the pool being filled (if it holds a copy). */
+static int claim_extent(struct rebuild *r, const struct rp_extent *e)
+{
+	unsigned k;
+	bool involved;
+	source_copy(r, e, &k, &involved);
+	if (!involved)
+		return 0;
+	int rc = rp_pool_claim_exact(r->fs->ps, r->pool, e->block, e->count, r->fresh);
+	if (rc < 0)
+		rp_err("peer %u: cannot claim blocks %llu+%u for a copy (%s)%s", r->pool,
+		       (unsigned long long)e->block, e->count, strerror(-rc),
+		       rc == -EEXIST ? ": another volume took them on the new pool" : "");
+	return rc;
+}
+
+/* Copy e's bytes from a current copy onto the pool being filled. */
+static int copy_data(struct rebuild *r, const struct rp_extent *e)
 {
 	struct rp_poolset *ps = r->fs->ps;
 	unsigned k;
@@ -86,12 +109,6 @@ static int copy_extent(struct rebuild *r, const struct rp_extent *e)
 		rp_err("peer %u block %llu+%u: no current copy to rebuild from", e->pool,
 		       (unsigned long long)e->block, e->count);
 		return -EIO;
-	}
-	if ((rc = rp_pool_claim_exact(ps, r->pool, e->block, e->count, r->fresh)) < 0) {
-		rp_err("peer %u: cannot claim blocks %llu+%u for a copy (%s)%s", r->pool,
-		       (unsigned long long)e->block, e->count, strerror(-rc),
-		       rc == -EEXIST ? ": another volume took them on the new pool" : "");
-		return rc;
 	}
 	const struct rp_pool_sb *sb = &ps->pools[e->pool].sb;
 	uint64_t off = rp_block_offset(sb, e->block), left = (uint64_t)e->count * sb->block_size;
@@ -110,8 +127,14 @@ static int copy_extent(struct rebuild *r, const struct rp_extent *e)
 	return 0;
 }
 
-/* Every extent the volume holds: file data, log segments, the log's spare
- * and frees still held for read-only mounts. */
+static int copy_extent(struct rebuild *r, const struct rp_extent *e)
+{
+	int rc = claim_extent(r, e);
+	return rc < 0 ? rc : copy_data(r, e);
+}
+
+/* Every extent the volume holds: file data, log segments, the log's spare,
+ * frees still held for read-only mounts and blocks claimed ahead. */
 static int each_extent(struct rp_fs *fs, int (*fn)(struct rebuild *, const struct rp_extent *),
 		       struct rebuild *r)
 {
@@ -132,6 +155,9 @@ static int each_extent(struct rp_fs *fs, int (*fn)(struct rebuild *, const struc
 		rc = fn(r, &fs->held.v[i].e);
 	for (size_t i = 0; i < fs->deferred.n && rc == 0; i++)
 		rc = fn(r, &fs->deferred.v[i]);
+	for (size_t i = 0; fs->prealloc && i < fs->ps->n && rc == 0; i++)
+		if (fs->prealloc[i].count)
+			rc = fn(r, &fs->prealloc[i]);
 	return rc;
 }
 
@@ -276,10 +302,65 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, siz
 	return rc;
 }
 
+/* The volume is mounted read-write: ask its mounter to rebuild, and follow. */
+static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder, FILE *out,
+			     char *err, size_t errlen)
+{
+	uint32_t id = 0;
+	while (id == 0)
+		rp_random_bytes(&id, sizeof(id));
+	uint64_t asked = (uint64_t)id << 8 | REBUILD_ASKED, w = 0, done = 0, total = 0;
+	vol_rebuild_progress(ps, slot, 0, 0);
+	if (vol_rebuild_swap(ps, slot, 0, asked) < 0) {
+		snprintf(err, errlen, "another rebuild of this volume is under way");
+		return -EBUSY;
+	}
+	if (out)
+		fprintf(out, "the volume is mounted read-write by %s: it rebuilds while serving\n",
+			holder);
+	uint64_t last_change = rp_now_ms(), last_done = UINT64_MAX;
+	int rc = 0;
+	for (;;) {
+		struct timespec ts = { 0, 500000000L };
+		nanosleep(&ts, NULL);
+		if ((rc = vol_rebuild_word(ps, slot, &w)) < 0)
+			break;
+		if (vol_rebuild_read_progress(ps, slot, &done, &total) == 0 && done != last_done) {
+			last_done = done;
+			last_change = rp_now_ms();
+			if (out && total) {
+				fprintf(out, "%llu/%llu blocks (%.0f%%)\n", (unsigned long long)done,
+					(unsigned long long)total, 100.0 * (double)done / (double)total);
+				fflush(out);
+			}
+		}
+		if (w != asked)
+			break;
+		if (rp_now_ms() - last_change > 60000) {
+			snprintf(err, errlen, "the mounter (%s) has not acted on the request for 60 s "
+				 "(an rdmapoolfs without online rebuild?): unmount and rebuild", holder);
+			vol_rebuild_swap(ps, slot, asked, 0);
+			return -ETIMEDOUT;
+		}
+	}
+	vol_rebuild_swap(ps, slot, w, 0);
+	if (rc == 0 && (w & 0xff) != REBUILD_DONE) {
+		snprintf(err, errlen, "the mounter could not rebuild every stale peer (see its log; "
+			 "'rdmapool status' shows which are still stale)");
+		rc = (w >> 8) == id ? -EAGAIN : -EIO;
+	}
+	if (rc == 0 && out)
+		fprintf(out, "all copies current\n");
+	return rc;
+}
+
 int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, FILE *out,
 		  char *err, size_t errlen)
 {
 	struct rp_fs *fs;
+	int slot;
+	struct rp_volrec vol;
+	char holder[64];
 	struct rp_mount_opts mo = { .volume = volume, .holder = "rdmapool rebuild", .rebuild = true,
 				    .rebuild_rate_mib = rate_mib, .progress = out };
 	int rc = home_resync(ps, out);
@@ -287,6 +368,13 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));
 		return rc;
 	}
+	if ((rc = vol_find(ps, volume, &slot, &vol)) < 0) {
+		snprintf(err, errlen, rc == -ENOENT ? "no volume \"%s\"" : "reading the volume table: %s",
+			 rc == -ENOENT ? volume : strerror(-rc));
+		return rc;
+	}
+	if (lease_probe(ps, slot, vol.lease_ms ? vol.lease_ms : 1000, holder, sizeof(holder)) > 0)
+		return rebuild_by_holder(ps, slot, holder, out, err, errlen);
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
 	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;
@@ -305,4 +393,185 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		return -EAGAIN;
 	}
 	return 0;
+}
+
+/* ---- online: the read-write mount rebuilds while it serves ----
+ * The pool is first made "filling": every write reaches it from then on,
+ * nothing reads it or allocates on it. Under fs->mu (no map, log or free
+ * changes meanwhile) every block of the volume with a copy there is claimed
+ * on its bitmap. Then each file's blocks are copied under that file's I/O
+ * lock (no write to it can interleave with the copy of its blocks), the
+ * log's under fs->mu. A write that fails on the pool makes it stale again
+ * and the rebuild stops; else the pool is marked current. */
+
+static int online_claim(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	struct rp_pool *p = &fs->ps->pools[r->pool];
+	pthread_mutex_lock(&fs->mu);
+	pthread_mutex_lock(&fs->prealloc_mu);
+	p->filling = true;
+	p->stale = false;
+	r->total = 0;
+	each_extent(fs, count_extent, r);
+	int rc = each_extent(fs, claim_extent, r);
+	pthread_mutex_unlock(&fs->prealloc_mu);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* One file: pinned (nopen) so it is not freed, copied under its I/O lock. */
+static int online_copy_inode(struct rebuild *r, uint64_t ino)
+{
+	struct rp_fs *fs = r->fs;
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = itable_get(&fs->it, ino);
+	if (!in || !S_ISREG(in->mode) || !in->map.n) {
+		pthread_mutex_unlock(&fs->mu);
+		return 0;
+	}
+	in->nopen++;
+	pthread_mutex_unlock(&fs->mu);
+	pthread_rwlock_wrlock(&in->io);
+	pthread_mutex_lock(&fs->mu);
+	struct rp_emap map = { .n = in->map.n };
+	map.v = malloc(map.n * sizeof(*map.v));
+	if (map.v)
+		memcpy(map.v, in->map.v, map.n * sizeof(*map.v));
+	pthread_mutex_unlock(&fs->mu);
+	int rc = map.v ? 0 : -ENOMEM;
+	for (size_t i = 0; i < map.n && rc == 0 && !atomic_load(&fs->stop); i++) {
+		struct rp_extent e = { .pool = map.v[i].pool, .block = map.v[i].pblock,
+				       .count = map.v[i].count };
+		rc = copy_data(r, &e);
+	}
+	pthread_rwlock_unlock(&in->io);
+	free(map.v);
+	pthread_mutex_lock(&fs->mu);
+	in->nopen--;
+	fs_maybe_purge(fs, in);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+static int online_copy(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	struct rp_extvec inos = { 0 };
+	int rc = 0;
+	pthread_mutex_lock(&fs->mu);
+	for (size_t b = 0; b < fs->it.nb && rc == 0; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
+			if (S_ISREG(in->mode) && in->map.n)
+				rc = extvec_push(&inos, &(struct rp_extent){ .block = in->ino });
+	pthread_mutex_unlock(&fs->mu);
+	for (size_t i = 0; i < inos.n && rc == 0; i++) {
+		if (atomic_load(&fs->stop))
+			rc = -ECANCELED;
+		else
+			rc = online_copy_inode(r, inos.v[i].block);
+	}
+	extvec_free(&inos);
+	pthread_mutex_lock(&fs->mu); /* the log: no flush meanwhile */
+	for (size_t i = 0; i < fs->log.segs.n && rc == 0; i++)
+		rc = copy_data(r, &fs->log.segs.v[i]);
+	if (rc == 0 && fs->log.have_spare) /* zeroed: the log continues there */
+		rc = copy_data(r, &fs->log.spare);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+/* Mark the pool current, in the placement record first. */
+static int online_finish(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	struct rp_pool *p = &fs->ps->pools[r->pool];
+	int i = place_ring_index(&fs->place, r->pool), rc;
+	if (p->stale)
+		return -EIO; /* a write to it failed meanwhile: stale again */
+	pthread_mutex_lock(&fs->place_mu);
+	struct rp_volplace next = fs->place;
+	next.stale &= ~(1u << i);
+	rc = lease_guard(fs);
+	if (rc == 0)
+		rc = place_write(fs->ps, fs->slot, &next, false);
+	if (rc == 0)
+		fs->place = next;
+	pthread_mutex_unlock(&fs->place_mu);
+	if (rc < 0)
+		return rc;
+	p->filling = false;
+	pthread_mutex_lock(&fs->mu);
+	if (fs->pool_ids) {
+		fs->pool_ids[r->pool].known = true;
+		memcpy(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16);
+	}
+	/* a new log that names the pool it holds now from its first records
+	 * (and a volume record whose head_tag matches): a replay never meets
+	 * the old pool's uuid before records written since */
+	rc = checkpoint(fs);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+static int online_pool(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	struct rp_pool *p = &fs->ps->pools[r->pool];
+	char err[320];
+	uint8_t before[16];
+	bool knew = p->sb.magic != 0;
+	memcpy(before, p->sb.pool_uuid, 16);
+	int rc = rp_pool_adopt(fs->ps, r->pool, err, sizeof(err));
+	if (rc < 0) {
+		rp_warn("volume \"%s\": rebuild: %s", fs->vol.name, err);
+		return rc;
+	}
+	/* an empty pool in the old one's place: nothing of ours is on it yet */
+	r->fresh = knew ? memcmp(before, p->sb.pool_uuid, 16) != 0
+			: fs->pool_ids && fs->pool_ids[r->pool].known &&
+				  memcmp(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16) != 0;
+	r->done = 0;
+	r->start_ms = r->last_ms = rp_now_ms();
+	rp_info("volume \"%s\": rebuilding peer %u (%s) while mounted", fs->vol.name, r->pool,
+		r->fresh ? "a new, empty pool" : "back with its old contents");
+	rc = online_claim(r);
+	if (rc == 0)
+		rc = online_copy(r);
+	progress(r, true);
+	if (rc == 0)
+		rc = online_finish(r);
+	if (rc < 0) {
+		p->filling = false;
+		p->stale = true; /* as before: neither read nor written */
+		rp_err("volume \"%s\": rebuilding peer %u failed: %s", fs->vol.name, r->pool,
+		       strerror(-rc));
+	} else {
+		rp_info("volume \"%s\": peer %u rebuilt while mounted: %llu blocks in %llu ms",
+			fs->vol.name, r->pool, (unsigned long long)r->done,
+			(unsigned long long)(rp_now_ms() - r->start_ms));
+	}
+	return rc;
+}
+
+void rebuild_poll(struct rp_fs *fs)
+{
+	uint64_t w;
+	if (fs->ro || fs->place.replicas < 2 || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
+	    (w & 0xff) != REBUILD_ASKED)
+		return;
+	struct rebuild r = { .fs = fs, .publish = true };
+	int rc = 0;
+	unsigned left = 0;
+	r.buf = malloc(COPY_CHUNK);
+	if (!r.buf)
+		rc = -ENOMEM;
+	for (uint32_t i = 0; rc == 0 && i < fs->place.nring && !atomic_load(&fs->stop); i++) {
+		r.pool = fs->place.ring[i];
+		if (fs->place.stale & (1u << i))
+			left += online_pool(&r) < 0;
+	}
+	free(r.buf);
+	uint64_t state = rc == 0 && left == 0 ? REBUILD_DONE : REBUILD_FAILED;
+	vol_rebuild_swap(fs->ps, fs->slot, w, (w & ~0xffull) | state);
 }

@@ -63,27 +63,26 @@ static int xattr_del(struct rp_inode *in, const char *name, uint32_t nlen)
 }
 
 /* A pool the volume's data is on: a listed peer that answers must still hold
- * that very pool (not one formatted since under the same peer id). */
+ * that very pool (not one formatted since under the same peer id). With
+ * replicas, a ring pool that holds another pool is a lost copy: stale (in
+ * memory; a read-write mount records it), until a later record names the
+ * pool it holds now (it was rebuilt). */
 static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 {
 	if (id >= fs->ps->n)
 		return 0; /* not listed: the extents on it say so, if any */
 	struct rp_pool *p = &fs->ps->pools[id];
-	bool replaced = p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
-	if (replaced && place_ring_index(&fs->place, id) >= 0 && rp_poolset_replicated(fs->ps)) {
-		/* a copy lost: the other copies serve; a read-write mount
-		 * records it as stale, rebuild fills the new pool */
-		if (!p->stale)
-			rp_warn("peer %u holds a new pool: its copies of volume \"%s\" are gone "
-				"until 'rdmapool rebuild'", id, fs->vol.name);
-		p->stale = true;
-		replaced = false;
-	}
-	if (replaced) {
+	bool differs = p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
+	int ri = rp_poolset_replicated(fs->ps) ? place_ring_index(&fs->place, id) : -1;
+	if (differs && ri >= 0) {
+		p->stale = true; /* said after replay, if no later record clears it */
+	} else if (differs) {
 		rp_err("peer %u holds another pool than the one this volume's data is on (it "
 		       "was formatted again, or restarted without its backing file)", id);
 		fs->missing_peer = id;
 		return -ESTALE;
+	} else if (ri >= 0 && p->stale && !(fs->place.stale & (1u << ri))) {
+		p->stale = false;
 	}
 	if (fs->pool_ids) {
 		fs->pool_ids[id].known = true;
@@ -268,6 +267,10 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 		return -EUCLEAN;
 	}
 	root->parent = RP_ROOT_INO;
+	for (uint32_t i = 0; i < fs->place.nring && rp_poolset_replicated(fs->ps); i++)
+		if (fs->ps->pools[fs->place.ring[i]].stale && !(fs->place.stale & (1u << i)))
+			rp_warn("peer %u holds a new pool: its copies of volume \"%s\" are gone "
+				"until 'rdmapool rebuild'", fs->place.ring[i], fs->vol.name);
 	rp_info("volume \"%s\": %llu records replayed, %zu inodes, %zu log segments", fs->vol.name,
 		(unsigned long long)records, fs->it.n, segs->n);
 	return 0;

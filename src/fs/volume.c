@@ -8,6 +8,8 @@
  *   216 fence word: the writer epoch, one more on every lease acquisition;
  *       a writer compares it before each log write, so one that was taken
  *       over stops instead of writing into a log the new holder has freed
+ *   224 rebuild request (id << 8 | state), 232 blocks copied, 240 of total:
+ *       'rdmapool rebuild' asks the read-write holder to rebuild (rebuild.c)
  *   440 four reader slots of 16 bytes (read-only mounts, see below)
  * A record is rewritten into the copy it did not come from, with a higher
  * sequence number and a checksum, so a torn update leaves the other copy. */
@@ -37,6 +39,7 @@
 #define OFF_COPY(i) (64 + (i) * 224)
 #define COPY_LEN 148
 #define OFF_FENCE 216 /* between copy A (64..212) and copy B */
+#define OFF_REBUILD 224 /* 224..248: an online rebuild request and its progress */
 #define OFF_READERS 440 /* to 504 */
 
 static uint64_t slot_off(int slot, unsigned field)
@@ -510,4 +513,35 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 			*min_pos = pos;
 	}
 	return 0;
+}
+
+/* ---- online rebuild requests ---- */
+
+int vol_rebuild_word(struct rp_poolset *ps, int slot, uint64_t *v)
+{
+	return home_faa(ps, slot_off(slot, OFF_REBUILD), 0, v);
+}
+
+int vol_rebuild_swap(struct rp_poolset *ps, int slot, uint64_t expect, uint64_t v)
+{
+	uint64_t old;
+	int rc = home_cas(ps, slot_off(slot, OFF_REBUILD), expect, v, &old);
+	return rc < 0 ? rc : old == expect ? 0 : -EAGAIN;
+}
+
+int vol_rebuild_progress(struct rp_poolset *ps, int slot, uint64_t done, uint64_t total)
+{
+	uint64_t w[2] = { done, total };
+	return vol_home_write(ps, slot_off(slot, OFF_REBUILD + 8), w, sizeof(w));
+}
+
+int vol_rebuild_read_progress(struct rp_poolset *ps, int slot, uint64_t *done, uint64_t *total)
+{
+	uint64_t w[2];
+	int rc = vol_home_read(ps, slot_off(slot, OFF_REBUILD + 8), w, sizeof(w));
+	if (rc == 0) {
+		*done = w[0];
+		*total = w[1];
+	}
+	return rc;
 }

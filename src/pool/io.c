@@ -15,7 +15,19 @@ struct rp_buf {
 	void *data;
 	size_t len;
 	struct rp_mr **mrs; /* one per pool; NULL for a pool that is down */
+	struct rp_buf *next, *prev; /* ps->bufs */
 };
+
+int bufs_register(struct rp_poolset *ps, uint32_t pool)
+{
+	int rc = 0;
+	pthread_mutex_lock(&ps->bufs_mu);
+	for (struct rp_buf *b = ps->bufs; b && rc == 0; b = b->next)
+		if (!b->mrs[pool])
+			rc = rp_mr_reg(ps->pools[pool].conn, b->data, b->len ? b->len : 1, &b->mrs[pool]);
+	pthread_mutex_unlock(&ps->bufs_mu);
+	return rc;
+}
 
 int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out)
 {
@@ -30,14 +42,23 @@ int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out)
 		rp_buf_free(b);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < ps->n; i++) {
-		if (!ps->pools[i].conn)
-			continue;
-		int rc = rp_mr_reg(ps->pools[i].conn, b->data, len ? len : 1, &b->mrs[i]);
-		if (rc < 0) {
-			rp_buf_free(b);
-			return rc;
-		}
+	/* registered and listed in one step: a pool adopted meanwhile
+	 * (bufs_register) either is seen here or sees this buffer */
+	int rc = 0;
+	pthread_mutex_lock(&ps->bufs_mu);
+	for (size_t i = 0; i < ps->n && rc == 0; i++)
+		if (ps->pools[i].conn)
+			rc = rp_mr_reg(ps->pools[i].conn, b->data, len ? len : 1, &b->mrs[i]);
+	if (rc == 0) {
+		b->next = ps->bufs;
+		if (ps->bufs)
+			ps->bufs->prev = b;
+		ps->bufs = b;
+	}
+	pthread_mutex_unlock(&ps->bufs_mu);
+	if (rc < 0) {
+		rp_buf_free(b);
+		return rc;
 	}
 	*out = b;
 	return 0;
@@ -50,6 +71,16 @@ void rp_buf_free(struct rp_buf *b)
 {
 	if (!b)
 		return;
+	pthread_mutex_lock(&b->ps->bufs_mu);
+	if (b->prev || b->ps->bufs == b) {
+		if (b->prev)
+			b->prev->next = b->next;
+		else
+			b->ps->bufs = b->next;
+		if (b->next)
+			b->next->prev = b->prev;
+	}
+	pthread_mutex_unlock(&b->ps->bufs_mu);
 	if (b->mrs)
 		for (size_t i = 0; i < b->ps->n; i++)
 			rp_mr_dereg(b->mrs[i]);

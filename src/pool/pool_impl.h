@@ -10,6 +10,8 @@ int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struc
 int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e);
 int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
 uint64_t pool_word_off(const struct rp_pool *p, uint64_t w);
+/* io.c: register every buffer of the set with a pool connected late */
+int bufs_register(struct rp_poolset *ps, uint32_t pool);
 /* io.c: every io to the pool it names */
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
 

@@ -1,6 +1,7 @@
 /* Opening the pools of a cluster: connect to each peer, read and check its
  * superblock, and raw access to the regions. */
 #include "config.h"
+#include "pool_impl.h"
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
@@ -109,6 +110,10 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 		return cl->npeers == 0 ? -EINVAL : -ENOMEM;
 	}
 	snprintf(ps->cluster_name, sizeof(ps->cluster_name), "%s", cl->name);
+	pthread_mutex_init(&ps->bufs_mu, NULL);
+	ps->secret_len = RP_MIN(secret_len, sizeof(ps->secret));
+	memcpy(ps->secret, secret, ps->secret_len);
+	ps->connect_timeout_ms = cl->connect_timeout_ms;
 	ps->block_size = cl->block_size;
 	ps->home_pool = -1;
 	ps->op_timeout_ms = cl->op_timeout_ms;
@@ -155,6 +160,8 @@ void rp_poolset_close(struct rp_poolset *ps)
 	}
 	free(ps->pools);
 	free(ps->ids);
+	pthread_mutex_destroy(&ps->bufs_mu);
+	explicit_bzero(ps->secret, sizeof(ps->secret));
 	free(ps);
 }
 
@@ -211,6 +218,60 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 out:
 	pthread_mutex_unlock(&p->mu);
 	return rc;
+}
+
+/* The geometry this client uses for a pool's offsets, against a new sb. */
+static bool same_geometry(const struct rp_pool_sb *a, const struct rp_pool_sb *b)
+{
+	return a->block_size == b->block_size && a->nblocks == b->nblocks &&
+	       a->data_off == b->data_off && a->bitmap_off == b->bitmap_off &&
+	       a->bitmap_words == b->bitmap_words;
+}
+
+static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, size_t errlen)
+{
+	if (p->conn)
+		return rp_conn_is_up(p->conn) ? 0 : rp_conn_reconnect(p->conn, err, errlen);
+	struct rp_conn_params cp = {
+		.peer = &p->peer, .kind = p->peer.transport, .cluster_name = ps->cluster_name,
+		.secret = ps->secret, .secret_len = ps->secret_len,
+		.connect_timeout_ms = ps->connect_timeout_ms, .op_timeout_ms = ps->op_timeout_ms,
+	};
+	return rp_conn_open(&cp, &p->conn, err, errlen);
+}
+
+int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen)
+{
+	if (!rp_poolset_has(ps, pool)) {
+		snprintf(err, errlen, "peer %u is not in the cluster file", pool);
+		return -ENODEV;
+	}
+	struct rp_pool *p = &ps->pools[pool];
+	uint8_t buf[RP_SB_SIZE];
+	struct rp_pool_sb sb;
+	pthread_mutex_lock(&p->mu);
+	int rc = adopt_connect(ps, p, err, errlen);
+	if (rc == 0 && (rc = rp_conn_read(p->conn, 0, buf, sizeof(buf))) < 0)
+		snprintf(err, errlen, "peer %u: reading the superblock: %s", pool, strerror(-rc));
+	if (rc == 0 && (rp_sb_decode(buf, &sb) < 0 || strcmp(sb.cluster_name, ps->cluster_name) ||
+			sb.peer_id != pool || memcmp(sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16))) {
+		snprintf(err, errlen, "peer %u: not a pool of this cluster under this peer id", pool);
+		rc = -EINVAL;
+	}
+	/* offsets into it are computed with the geometry known so far */
+	if (rc == 0 && (p->sb.block_size || p->sb.nblocks) && !same_geometry(&p->sb, &sb)) {
+		snprintf(err, errlen, "peer %u: the pool has another size than the one it replaces "
+			 "(start it with the same --size, or rebuild with the volume unmounted)", pool);
+		rc = -EINVAL;
+	}
+	if (rc == 0) {
+		p->sb = sb;
+		p->span_n = 0;
+		p->error = 0;
+		p->err[0] = 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc < 0 ? rc : bufs_register(ps, pool);
 }
 
 bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool)
