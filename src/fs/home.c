@@ -89,9 +89,11 @@ static void home_forget(struct rp_poolset *ps)
 static void home_drop(struct rp_poolset *ps, const bool *missed, uint64_t e)
 {
 	uint64_t old;
-	for (size_t k = 0; k < ps->npeers; k++)
-		if (!missed[k])
-			rp_pool_cas(ps, ps->ids[k], HOME_EPOCH_OFF, e, e + 1, &old);
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		if (!missed[k] && !ps->pools[id].home_out && rp_pool_connected(ps, id))
+			rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old);
+	}
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (missed[k]) {
 			ps->pools[ps->ids[k]].home_out = true;

@@ -242,12 +242,14 @@ int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n
 		uint32_t m[RP_MAX_REPLICAS];
 		unsigned nm = rp_replica_members(ps, v[i].pool, m);
 		for (unsigned j = 0; j < nm; j++)
-			if (!ps->pools[m[j]].stale) {
+			if (!ps->pools[m[j]].stale && rp_pool_connected(ps, m[j])) {
 				all[k] = v[i];
 				all[k++].pool = m[j];
 			}
 	}
-	/* a copy that is down keeps its bits: a leak on it, found by fsck */
+	/* a copy that is stale or not connected (not waited for: frees run
+	 * under the filesystem lock) keeps its bits: a leak on it, which fsck
+	 * --repair or the rebuild's leak pass gives back */
 	int rc = pool_free_many_single(ps, all, k);
 	free(all);
 	return rc;
