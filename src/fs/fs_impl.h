@@ -230,7 +230,8 @@ int lease_probe(struct rp_poolset *ps, int slot, uint32_t period_ms, char *holde
 /* The volume record of a slot (one small read, for followers). */
 int vol_read(struct rp_poolset *ps, int slot, struct rp_volrec *rec);
 
-/* ---- online rebuild requests (volume.c): the word is id << 8 | state ---- */
+/* ---- online rebuild requests (volume.c): the word is id << 32 | the rate
+ * limit in MiB/s (0: none) << 8 | state ---- */
 enum { REBUILD_ASKED = 1, REBUILD_DONE = 2, REBUILD_FAILED = 3 };
 int vol_rebuild_word(struct rp_poolset *ps, int slot, uint64_t *v);
 /* 0 swapped, -EAGAIN the word was not expect. */

@@ -257,7 +257,13 @@ static int describe_cb(void *arg, int slot, const struct rp_volrec *vol)
 		snprintf(d, sizeof(d), "placement unreadable: %s", strerror(-rc));
 	else
 		place_describe(&pl, d, sizeof(d));
-	fprintf(c->out, "volume \"%s\": %s\n", vol->name, d);
+	uint64_t w, done, total;
+	if (vol_rebuild_word(c->ps, slot, &w) == 0 && (w & 0xff) == REBUILD_ASKED &&
+	    vol_rebuild_read_progress(c->ps, slot, &done, &total) == 0)
+		fprintf(c->out, "volume \"%s\": %s; rebuild under way: %llu/%llu blocks\n",
+			vol->name, d, (unsigned long long)done, (unsigned long long)total);
+	else
+		fprintf(c->out, "volume \"%s\": %s\n", vol->name, d);
 	return 0;
 }
 

@@ -303,13 +303,14 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, siz
 }
 
 /* The volume is mounted read-write: ask its mounter to rebuild, and follow. */
-static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder, FILE *out,
-			     char *err, size_t errlen)
+static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder,
+			     uint32_t rate_mib, FILE *out, char *err, size_t errlen)
 {
 	uint32_t id = 0;
 	while (id == 0)
 		rp_random_bytes(&id, sizeof(id));
-	uint64_t asked = (uint64_t)id << 8 | REBUILD_ASKED, w = 0, done = 0, total = 0;
+	uint64_t asked = (uint64_t)id << 32 | (uint64_t)RP_MIN(rate_mib, 0xffffffu) << 8 | REBUILD_ASKED;
+	uint64_t w = 0, done = 0, total = 0;
 	vol_rebuild_progress(ps, slot, 0, 0);
 	if (vol_rebuild_swap(ps, slot, 0, asked) < 0) {
 		snprintf(err, errlen, "another rebuild of this volume is under way");
@@ -347,7 +348,7 @@ static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder
 	if (rc == 0 && (w & 0xff) != REBUILD_DONE) {
 		snprintf(err, errlen, "the mounter could not rebuild every stale peer (see its log; "
 			 "'rdmapool status' shows which are still stale)");
-		rc = (w >> 8) == id ? -EAGAIN : -EIO;
+		rc = (w >> 32) == id ? -EAGAIN : -EIO;
 	}
 	if (rc == 0 && out)
 		fprintf(out, "all copies current\n");
@@ -374,7 +375,7 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		return rc;
 	}
 	if (lease_probe(ps, slot, vol.lease_ms ? vol.lease_ms : 1000, holder, sizeof(holder)) > 0)
-		return rebuild_by_holder(ps, slot, holder, out, err, errlen);
+		return rebuild_by_holder(ps, slot, holder, rate_mib, out, err, errlen);
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
 	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;
@@ -560,7 +561,7 @@ void rebuild_poll(struct rp_fs *fs)
 	if (fs->ro || fs->place.replicas < 2 || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
-	struct rebuild r = { .fs = fs, .publish = true };
+	struct rebuild r = { .fs = fs, .publish = true, .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
 	int rc = 0;
 	unsigned left = 0;
 	r.buf = malloc(COPY_CHUNK);

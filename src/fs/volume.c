@@ -8,7 +8,8 @@
  *   216 fence word: the writer epoch, one more on every lease acquisition;
  *       a writer compares it before each log write, so one that was taken
  *       over stops instead of writing into a log the new holder has freed
- *   224 rebuild request (id << 8 | state), 232 blocks copied, 240 of total:
+ *   224 rebuild request (id << 32 | MiB/s << 8 | state), 232 blocks copied,
+ *       240 of total:
  *       'rdmapool rebuild' asks the read-write holder to rebuild (rebuild.c)
  *   440 four reader slots of 16 bytes (read-only mounts, see below)
  * A record is rewritten into the copy it did not come from, with a higher
