@@ -35,9 +35,12 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 	 * holds another pool than the one the extents below point into */
 	for (uint32_t id = 0; id < fs->ps->n; id++) {
 		const struct rp_pool *p = &fs->ps->pools[id];
-		const uint8_t *uuid = p->present && p->sb.magic ? p->sb.pool_uuid
-				      : fs->pool_ids && fs->pool_ids[id].known ? fs->pool_ids[id].uuid
-										: NULL;
+		bool known = fs->pool_ids && fs->pool_ids[id].known;
+		/* a stale copy's server may hold a new, empty pool: the volume's
+		 * data is still named by the pool it was on, until rebuilt */
+		const uint8_t *uuid = known && p->stale ? fs->pool_ids[id].uuid
+				      : p->present && p->sb.magic ? p->sb.pool_uuid
+				      : known ? fs->pool_ids[id].uuid : NULL;
 		if (!uuid)
 			continue;
 		memset(&r, 0, sizeof(r));

@@ -229,9 +229,12 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	fs->next_ino = RP_ROOT_INO + 1;
 	fs->missing_peer = -1;
 	uint32_t tag = vol_head_tag(fs->ps, &fs->vol.head);
-	bool head_stale = rp_poolset_has(fs->ps, fs->vol.head.pool) &&
-			  fs->ps->pools[fs->vol.head.pool].stale;
-	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag && !head_stale) {
+	bool head_copies = rp_poolset_replicated(fs->ps) &&
+			   place_ring_index(&fs->place, fs->vol.head.pool) >= 0;
+	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag && head_copies) {
+		/* replaced: the log's head is read from another copy */
+		fs->ps->pools[fs->vol.head.pool].stale = true;
+	} else if (fs->vol.head_tag && tag && tag != fs->vol.head_tag) {
 		snprintf(err, errlen, "volume \"%s\": peer %u holds another pool than the one "
 			 "its data is on (formatted again, or restarted without its backing file)",
 			 fs->vol.name, fs->vol.head.pool);
