@@ -365,6 +365,7 @@ struct rp_fs {
 	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
 	struct rp_volplace place; /* copies; stale pools (placement.c) */
 	bool place_installed;
+	uint32_t place_warned;    /* ring positions said to hold a last copy */
 	pthread_mutex_t place_mu;
 	unsigned rebuild_done, rebuild_left, rebuild_returned; /* rebuild.c */
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */

@@ -149,9 +149,11 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 	pthread_mutex_lock(&fs->place_mu);
 	if (!(fs->place.stale & (1u << i)) && last_copy(&fs->place, i)) {
 		rc = err < 0 ? err : -EIO;
-		rp_err("volume \"%s\": peer %u failed (%s) and holds the last current copy of "
-		       "some blocks: writes to them fail until it is back", fs->vol.name, pool,
-		       strerror(-err));
+		if (!(fs->place_warned & (1u << i)))
+			rp_err("volume \"%s\": peer %u failed (%s) and holds the last current copy "
+			       "of some blocks: writes to them fail until it is back", fs->vol.name,
+			       pool, strerror(-err));
+		fs->place_warned |= 1u << i;
 	} else if (!(fs->place.stale & (1u << i))) {
 		struct rp_volplace next = fs->place;
 		next.stale |= 1u << i;
@@ -175,14 +177,17 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 int place_note_down(struct rp_fs *fs)
 {
 	int rc = 0;
-	for (uint32_t i = 0; rc == 0 && i < fs->place.nring && fs->place.replicas > 1; i++) {
+	for (uint32_t i = 0; i < fs->place.nring && fs->place.replicas > 1; i++) {
 		uint32_t id = fs->place.ring[i];
 		if (fs->place.stale & (1u << i))
 			continue;
 		/* replaced by a new pool (seen at replay), or down now */
 		int up = fs->ps->pools[id].stale ? -ESTALE : rp_pool_ensure(fs->ps, id);
-		if (up < 0 && (rc = lost_copy(fs, id, up)) == 0)
+		int lrc = up < 0 ? lost_copy(fs, id, up) : 0;
+		if (up < 0 && lrc == 0)
 			fs->ps->pools[id].stale = true;
+		if (lrc < 0 && rc == 0)
+			rc = lrc;
 	}
 	return rc;
 }
