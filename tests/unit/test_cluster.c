@@ -108,6 +108,21 @@ int main(void)
 	expect_replaced("missing host", "\"host\": \"127.0.0.1\", \"port\": 7471", "\"port\": 7471",
 			"c.json:8:5:", "missing key \"host\"");
 	expect_replaced("empty name", "\"demo\"", "\"\"", "c.json:3:11:", "non-empty string");
+	expect_replaced("zone not a string", "\"port\": 7471 }", "\"port\": 7471, \"zone\": 3 }",
+			"c.json:8:", "\"zone\" must be a string");
+	char longzone[100];
+	memset(longzone, 'z', 70);
+	snprintf(longzone + 70, sizeof(longzone) - 70, "\" }");
+	char zkey[160];
+	snprintf(zkey, sizeof(zkey), "\"port\": 7471, \"zone\": \"%s", longzone);
+	expect_replaced("zone too long", "\"port\": 7471 }", zkey, "c.json:8:", "at most 63 bytes");
+	char *zoned = replace(GOOD, "\"port\": 7471 }", "\"port\": 7471, \"zone\": \"rack-a\" }");
+	cl = NULL;
+	ok(rp_cluster_parse("c.json", zoned, &cl, err, sizeof(err)) == 0 && cl &&
+	   strcmp(cl->peers[0].zone, "rack-a") == 0 && cl->peers[1].zone[0] == 0,
+	   "a peer's zone is read; a peer without one has none");
+	rp_cluster_free(cl);
+	free(zoned);
 	expect_replaced("missing secret", "\"secret_file\": \"secret\",", "", "c.json:1:1:",
 			"missing key \"secret_file\"");
 
