@@ -13,6 +13,7 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
@@ -22,20 +23,56 @@
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 
-/* Replicated: the ring's pools, each block counted once per copy; a copy
- * that is stale or down counts as full (nothing is placed on it). */
+/* Replicated: an extent needs the same block number free on replicas
+ * consecutive ring pools, so size and free space are counted per block
+ * number (what allocation can really use: at ENOSPC the free space is 0, as
+ * on a volume without copies; a ring of 3 with 2 copies holds one pool's
+ * worth, not one and a half). A stale or unconnected pool has nothing free. */
+/* How many extents' copies fit at one block number: free[i] says whether
+ * ring[i] has it free; arcs of L consecutive free pools hold L / n each. */
+static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
+{
+	uint32_t run = 0, first = 0, got = 0;
+	bool all = true;
+	for (uint32_t i = 0; i < nring; i++) {
+		all &= free_at[i];
+		if (free_at[i]) {
+			run++;
+			continue;
+		}
+		if (run == i)
+			first = run; /* the leading arc joins the trailing one round the ring */
+		else
+			got += run / n;
+		run = 0;
+	}
+	return all ? nring / n : got + (run + first) / n;
+}
+
 static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace *pl = &fs->place;
+	uint64_t *bm[RP_RING_MAX] = { 0 }, words = 0, t = 0, f = 0;
 	for (uint32_t i = 0; i < pl->nring; i++) {
-		uint64_t f = 0, t = fs->ps->pools[pl->ring[i]].sb.nblocks;
-		if (!fs->ps->pools[pl->ring[i]].stale)
-			rp_pool_usage(fs->ps, pl->ring[i], &f, &t);
-		*total += t;
-		*nfree += f;
+		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
+		words = RP_MAX(words, p->sb.bitmap_words);
+		if (!p->stale && rp_pool_connected(fs->ps, pl->ring[i]))
+			rp_pool_read_bitmap(fs->ps, pl->ring[i], &bm[i]); /* NULL: nothing free */
 	}
-	*total /= pl->replicas;
-	*nfree /= pl->replicas;
+	for (uint64_t b = 0; b < words * 64; b++) {
+		bool exists[RP_RING_MAX], free_at[RP_RING_MAX];
+		for (uint32_t i = 0; i < pl->nring; i++) {
+			const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
+			exists[i] = b < p->sb.nblocks;
+			free_at[i] = exists[i] && bm[i] && !((bm[i][b / 64] >> (b % 64)) & 1);
+		}
+		t += fits(exists, pl->nring, pl->replicas);
+		f += fits(free_at, pl->nring, pl->replicas);
+	}
+	for (uint32_t i = 0; i < pl->nring; i++)
+		free(bm[i]);
+	*total = t;
+	*nfree = f;
 	return 0;
 }
 
