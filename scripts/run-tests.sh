@@ -14,9 +14,22 @@ cd _build
 ../configure CFLAGS="-O2 -g -Werror" > configure.log || { cat configure.log; exit 1; }
 make -j"$(nproc)"
 status=0
-make -j2 check || { cat test-suite.log; status=1; }
-make check-fstests || status=1
+failed=()
+make -j2 check || { cat test-suite.log; status=1; failed+=(check); }
+make check-fstests > check-fstests.log 2>&1 || { status=1; failed+=(check-fstests); }
+cat check-fstests.log
 if grep -q '^check-rdma:' Makefile; then
-	make check-rdma || status=1
+	make check-rdma || { status=1; failed+=(check-rdma); }
+fi
+
+# What failed, again at the very end: a long log is often read by its tail.
+if [ $status != 0 ]; then
+	echo "=== failed: ${failed[*]}"
+	for log in $(find tests -name '*.log' ! -name test-suite.log); do
+		grep -q '^not ok' "$log" 2>/dev/null || continue
+		echo "--- $log"
+		grep -A 45 '^not ok' "$log" | head -n 120
+	done
+	grep -B 2 -A 45 '\[failed\]' check-fstests.log | head -n 120
 fi
 exit $status

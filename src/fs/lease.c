@@ -112,8 +112,13 @@ int lease_guard(struct rp_fs *fs)
 		return -EIO;
 	if (rp_now_ms() < atomic_load(&fs->lease_fresh_until))
 		return 0;
-	/* old: have it renewed now, and wait (a period at most) to see */
-	uint64_t deadline = rp_now_ms() + (fs->lease.period_ms ? fs->lease.period_ms : 1000);
+	/* old: have it renewed now and wait to see. Long enough for the renewal
+	 * to finish on a busy machine (its CAS and the home copies' mirror
+	 * writes each end within the op timeout): a renewal that succeeds late
+	 * is as good a proof as one in time, and failing the write instead
+	 * would be an EIO that only a slow CPU caused. */
+	uint64_t deadline = rp_now_ms() + (fs->lease.period_ms ? fs->lease.period_ms : 1000) +
+			    2ull * fs->ps->op_timeout_ms;
 	pthread_mutex_lock(&fs->lease_mu);
 	fs->lease_kick = true;
 	pthread_cond_broadcast(&fs->lease_cv);

@@ -31,6 +31,7 @@ cleanup() {
 		done
 	fi
 	rm -rf "$T"
+	rp_release_ports "$T"
 }
 trap cleanup EXIT
 
@@ -65,23 +66,9 @@ is() {
 	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; diag "got:  '$2'" "want: '$3'"; fi
 }
 
-port_free() {
-	if command -v ss > /dev/null 2>&1; then
-		[ -z "$(ss -Htan "sport = :$1" 2>/dev/null)" ]
-	else
-		! (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null
-	fi
-}
-
-# Ports below the kernel's ephemeral range, so no client socket can hold one.
-pick_port() {
-	local p lo
-	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-	while :; do
-		p=$((10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000)))
-		port_free "$p" && { echo "$p"; return; }
-	done
-}
+. "$top_srcdir/tests/common/ports.sh"
+port_free() { _rp_port_free "$@"; }
+pick_port() { rp_reserve_port "$T"; }
 
 # make_cluster N [EXTRA_TOP_LEVEL_JSON]: N peers on 127.0.0.1, tcp transport.
 make_cluster() {
