@@ -5,6 +5,7 @@
 #include <rdmapool/cluster.h>
 #include <rdmapool/layout.h>
 #include <rdmapool/log.h>
+#include <rdmapool/notify.h>
 #include <rdmapool/transport.h>
 #include <rdmapool/transport_server.h>
 #include <rdmapool/util.h>
@@ -24,6 +25,7 @@ struct options {
 	long id;
 	uint64_t size;
 	const char *backing_file;
+	const char *backing_dir;
 	const char *pid_file;
 	const char *log_file;
 	bool foreground;
@@ -41,6 +43,7 @@ static void usage(FILE *f)
 		"  -i, --id N               this server's peer id in the cluster file\n"
 		"  -s, --size SIZE          region size, e.g. 1G, 512M\n"
 		"  -b, --backing-file PATH  keep the region in this file (survives restarts)\n"
+		"      --backing-dir DIR    the same, in DIR/CLUSTER-ID.pool\n"
 		"      --reformat           wipe an existing backing file's pool\n"
 		"  -f, --foreground         do not detach; log to stderr\n"
 		"  -p, --pid-file PATH      write the server's pid here once it listens\n"
@@ -58,6 +61,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "id", required_argument, NULL, 'i' },
 		{ "size", required_argument, NULL, 's' },
 		{ "backing-file", required_argument, NULL, 'b' },
+		{ "backing-dir", required_argument, NULL, 'B' },
 		{ "reformat", no_argument, NULL, 'R' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pid-file", required_argument, NULL, 'p' },
@@ -92,6 +96,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			}
 			break;
 		case 'b': o->backing_file = optarg; break;
+		case 'B': o->backing_dir = optarg; break;
 		case 'R': o->reformat = true; break;
 		case 'f': o->foreground = true; break;
 		case 'p': o->pid_file = optarg; break;
@@ -110,6 +115,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "rdmapoold: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (o->backing_file && o->backing_dir) {
+		fprintf(stderr, "rdmapoold: --backing-file and --backing-dir: give one\n");
 		return 2;
 	}
 	if (o->id < 0 || o->size == 0) {
@@ -158,6 +167,19 @@ static void report_ready(int *ready_fd, char status)
 	}
 }
 
+/* A service manager (systemd, Type=notify) learns that the region is
+ * registered and the listeners are up; after detaching, our pid is not the
+ * one it started, so it is named. */
+static void notify_ready(uint32_t id, const char *size, bool rdma)
+{
+	char msg[256];
+	snprintf(msg, sizeof(msg), "READY=1\nMAINPID=%ld\nSTATUS=peer %u serving %s over %s",
+		 (long)getpid(), id, size, rdma ? "rdma" : "tcp");
+	int rc = rp_notify(msg);
+	if (rc < 0)
+		rp_warn("cannot notify the service manager ($NOTIFY_SOCKET): %s", strerror(-rc));
+}
+
 int main(int argc, char **argv)
 {
 	struct options o = { 0 };
@@ -181,6 +203,16 @@ int main(int argc, char **argv)
 	if (!self) {
 		fprintf(stderr, "rdmapoold: %s: no peer with id %ld\n", o.cluster_file, o.id);
 		goto out;
+	}
+	char backing[4096];
+	if (o.backing_dir) {
+		/* one folder for every instance of the service unit */
+		if ((size_t)snprintf(backing, sizeof(backing), "%s/%s-%u.pool", o.backing_dir,
+				     cl->name, self->id) >= sizeof(backing)) {
+			fprintf(stderr, "rdmapoold: --backing-dir %s: name too long\n", o.backing_dir);
+			goto out;
+		}
+		o.backing_file = backing;
 	}
 	if (rp_cluster_load_secret(cl, secret, &secret_len, err, sizeof(err)) < 0) {
 		fprintf(stderr, "rdmapoold: %s\n", err);
@@ -261,11 +293,13 @@ int main(int argc, char **argv)
 		region.hugepages ? " (huge pages)" : "", region.fd >= 0 ? " backed by " : "",
 		region.fd >= 0 ? region.path : "", self->host, self->port, rdma ? "rdma" : "tcp");
 	report_ready(&ready_fd, 0);
+	notify_ready(self->id, sz, rdma != NULL);
 
 	int sig = 0;
 	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
 		rp_info("SIGHUP ignored");
 	rp_info("signal %d: shutting down", sig);
+	rp_notify("STOPPING=1");
 	exit_code = 0;
 out:
 	rp_listener_stop(rdma);
