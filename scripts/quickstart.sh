@@ -4,6 +4,8 @@
 #   sudo scripts/quickstart.sh [up] [MOUNTPOINT]   (default /mnt/rdmapool)
 #   sudo scripts/quickstart.sh down [--purge]      (--purge also deletes the pools' files)
 #   sudo scripts/quickstart.sh status
+# With --installed first, it uses the programs the Debian package installed
+# (/usr/sbin, /usr/bin) instead of building: sudo scripts/quickstart.sh --installed up
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -13,6 +15,14 @@ BUILD="$top/_build"
 RDMAPOOLD="$BUILD/src/server/rdmapoold"
 RDMAPOOL="$BUILD/src/tools/rdmapool"
 RDMAPOOLFS="$BUILD/src/fuse/rdmapoolfs"
+INSTALLED=0
+if [ "${1:-}" = --installed ]; then
+	INSTALLED=1
+	shift
+	RDMAPOOLD=/usr/sbin/rdmapoold
+	RDMAPOOL=/usr/bin/rdmapool
+	RDMAPOOLFS=/usr/sbin/rdmapoolfs
+fi
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
@@ -22,6 +32,12 @@ need_root() {
 }
 
 build() {
+	if [ $INSTALLED = 1 ]; then
+		for p in "$RDMAPOOLD" "$RDMAPOOL" "$RDMAPOOLFS"; do
+			[ -x "$p" ] || { echo "quickstart: $p is missing: install the rdmapool package" >&2; exit 1; }
+		done
+		return 0
+	fi
 	scripts/install-deps.sh
 	if [ ! -x "$RDMAPOOLFS" ] || [ -n "$(find src include -newer "$RDMAPOOLFS" -name '*.[ch]' | head -1)" ]; then
 		say "building"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Build rdmapool with warnings as errors and run the whole test suite:
 # unit and integration tests and the quick fstests (make check), the other
-# fstests groups (make check-fstests), and the rdma transport for real in a
-# Soft-RoCE VM (make check-rdma).
+# fstests groups (make check-fstests), make distcheck, the Debian package
+# built, checked with lintian, installed and used (scripts/test-package.sh),
+# and the rdma transport for real in a Soft-RoCE VM (make check-rdma).
 # Usage: sudo scripts/run-tests.sh   (root: the tests mount FUSE filesystems)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,11 @@ failed=()
 make -j2 check || { cat test-suite.log; status=1; failed+=(check); }
 make check-fstests > check-fstests.log 2>&1 || { status=1; failed+=(check-fstests); }
 cat check-fstests.log
+# the tarball builds and tests out of tree; the Debian package installs and
+# works as users get it (quick start, mounts, against /usr/sbin)
+make distcheck-tests > distcheck.log 2>&1 || { tail -n 80 distcheck.log; status=1; failed+=(distcheck); }
+grep -E '^(# (TOTAL|PASS|FAIL|ERROR):|rdmapool-.* archives ready)' distcheck.log || true
+../scripts/test-package.sh "$(pwd)" || { status=1; failed+=(package); }
 if grep -q '^check-rdma:' Makefile; then
 	make check-rdma || { status=1; failed+=(check-rdma); }
 fi
