@@ -55,6 +55,9 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		char *err, size_t errlen);
 /* Flush, checkpoint (read-write), release the lease, free memory. */
 int rp_fs_unmount(struct rp_fs *fs);
+/* List the mount's counters (and its pools') in the metrics registry, until
+ * unmount; mountpoint labels them. */
+int rp_fs_metrics(struct rp_fs *fs, const char *mountpoint);
 
 struct rp_attr {
 	uint64_t ino;

@@ -11,6 +11,7 @@
 
 #include <rdmapool/cluster.h>
 #include <rdmapool/layout.h>
+#include <rdmapool/metrics.h>
 #include <rdmapool/transport.h>
 
 /* bitmap words an allocation reads per step: 512 bytes, 4096 blocks */
@@ -38,6 +39,13 @@ struct rp_pool {
 	/* Being rebuilt while in use: written with the other copies, but
 	 * neither read nor allocated on until it is current. */
 	_Atomic bool filling;
+	/* what metrics show (pool_metrics.c): kept here so they outlive
+	 * reconnects; the transport fills latency */
+	struct {
+		_Atomic uint64_t read_bytes, written_bytes;
+		_Atomic uint64_t cas, cas_failed;
+		struct rp_hist latency;
+	} stats;
 };
 
 /* Replica placement of the volume a process works on (replica.c). The k-th
@@ -107,6 +115,8 @@ enum rp_poolset_flags {
 int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t secret_len,
 		    int flags, struct rp_poolset **out, char *err, size_t errlen);
 void rp_poolset_close(struct rp_poolset *ps);
+/* List every pool's counters in the metrics registry (until close). */
+int rp_poolset_metrics(struct rp_poolset *ps);
 
 static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->error == 0; }
 /* Connected now, without trying to reconnect (which may take the connect

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <rdmapool/cluster.h>
+#include <rdmapool/metrics.h>
 
 struct rp_conn;
 struct rp_mr;
@@ -59,6 +60,8 @@ struct rp_completion {
 	/* ops still outstanding per connection: on a timeout only those with
 	 * some are aborted, not a healthy one that was waited on with them */
 	size_t pending[RP_COMPLETION_MAX_CONNS];
+	/* when each connection's first op of this wait was posted */
+	uint64_t posted_ns[RP_COMPLETION_MAX_CONNS];
 };
 
 struct rp_conn_params {
@@ -69,6 +72,10 @@ struct rp_conn_params {
 	size_t secret_len;
 	uint32_t connect_timeout_ms;
 	uint32_t op_timeout_ms;
+	/* optional, the caller's (it outlives the connection, across
+	 * reconnects): time from post to the last completion of each
+	 * connection's ops in one wait, a round trip as the caller sees it */
+	struct rp_hist *latency;
 };
 
 /* Connect and authenticate. err receives a message naming the peer. */

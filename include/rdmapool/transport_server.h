@@ -5,11 +5,23 @@
 #ifndef RDMAPOOL_TRANSPORT_SERVER_H
 #define RDMAPOOL_TRANSPORT_SERVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <rdmapool/cluster.h>
+
+/* What a pool server counts for its metrics (rdmapoold lists them). */
+struct rp_serve_stats {
+	_Atomic uint64_t connections_total; /* clients that proved the secret */
+	_Atomic uint64_t connections;       /* of those, connected now */
+	_Atomic uint64_t refused_total;     /* tcp handshakes refused */
+	_Atomic uint64_t tcp_ops[4];        /* tcp requests served: read, write, cas, faa */
+	_Atomic uint64_t tcp_refused_ops;   /* tcp requests refused (key, range) */
+	_Atomic uint64_t tcp_read_bytes, tcp_written_bytes;
+	_Atomic uint64_t registered_bytes;  /* rdma: registered with a device */
+};
 
 struct rp_serve_params {
 	const struct rp_peer *self;
@@ -23,6 +35,7 @@ struct rp_serve_params {
 	 * the CPU's would not be atomic with them, so tcp clients are refused
 	 * (the handshake answers -EXDEV) */
 	bool rdma_served;
+	struct rp_serve_stats *stats; /* the caller's, never NULL */
 };
 
 struct rp_listener;

@@ -185,6 +185,7 @@ int checkpoint(struct rp_fs *fs)
 	fs->log = nw;
 	fs->vol = nv;
 	fs->log_segments_at_ckpt = (uint32_t)nw.segs.n;
+	rp_count(&fs->stats.checkpoints, 1);
 	atomic_store(&fs->log_segments, nw.segs.n);
 	rp_debug("volume \"%s\": checkpoint, epoch %llu, %zu segments", fs->vol.name,
 		 (unsigned long long)fs->vol.epoch, nw.segs.n);

@@ -8,6 +8,7 @@
 #define RDMAPOOL_FS_IMPL_H
 
 #include <rdmapool/fs.h>
+#include <rdmapool/metrics.h>
 #include <rdmapool/pool.h>
 
 #include <pthread.h>
@@ -404,6 +405,12 @@ struct rp_fs {
 	pthread_rwlock_t apply;
 	uint32_t follow_ms;
 	atomic_bool reader_stale;
+	/* what metrics show (fs_metrics.c) */
+	struct {
+		_Atomic uint64_t log_records, log_bytes, log_flushes, checkpoints;
+		_Atomic uint64_t prealloc_hits, prealloc_misses;
+		struct rp_hist lease_renew;
+	} stats;
 };
 
 #define SEG_BLOCKS 64

@@ -60,7 +60,10 @@ static void *lease_main(void *arg)
 		if (fs->lease_stop)
 			break;
 		fs->lease_kick = false;
+		uint64_t t0 = rp_now_ns();
 		int rc = lease_renew(fs->ps, &fs->lease);
+		if (rc == 0)
+			rp_hist_observe(&fs->stats.lease_renew, rp_now_ns() - t0);
 		if (rc == 0) {
 			set_fresh(fs);
 			if (warned)

@@ -179,8 +179,11 @@ int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r)
 			return (int)len;
 	}
 	int rc = pend_add(w, w->scratch, (size_t)len);
-	if (rc == 0)
+	if (rc == 0) {
 		w->seq++;
+		rp_count(&fs->stats.log_records, 1);
+		rp_count(&fs->stats.log_bytes, (uint64_t)len);
+	}
 	return rc;
 }
 
@@ -220,6 +223,7 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 			rp_err("metadata log flush failed: %s", strerror(-rc));
 			return rc;
 		}
+		rp_count(&fs->stats.log_flushes, 1); /* one write for every record pending */
 		for (size_t k = 0; k < w->npend; k++)
 			free(w->pend[k].buf);
 		w->npend = 0;

@@ -67,6 +67,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 
 void fs_delete(struct rp_fs *fs)
 {
+	rp_metrics_drop(fs); /* before what they point at goes */
 	place_uninstall(fs);
 	state_free(fs);
 	extvec_free(&fs->deferred);

@@ -55,6 +55,7 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 		got = true;
 	}
 	pthread_mutex_unlock(&fs->prealloc_mu);
+	rp_count(got ? &fs->stats.prealloc_hits : &fs->stats.prealloc_misses, 1);
 	return got;
 }
 

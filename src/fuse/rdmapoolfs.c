@@ -5,6 +5,7 @@
 #include <rdmapool/cluster.h>
 #include <rdmapool/fs.h>
 #include <rdmapool/log.h>
+#include <rdmapool/metrics_server.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
 
@@ -25,8 +26,8 @@
 #define DEFAULT_THREADS 32
 
 struct options {
-	char *cluster, *mountpoint, *volume, *loglevel, *logfile;
-	unsigned commit, follow, threads;
+	char *cluster, *mountpoint, *volume, *loglevel, *logfile, *metrics;
+	unsigned commit, follow, threads, metrics_port;
 	int foreground, single, ro, help, version, remount;
 };
 
@@ -40,6 +41,8 @@ static const struct fuse_opt option_spec[] = {
 	OPT("commit=%u", commit),
 	OPT("follow=%u", follow),
 	OPT("threads=%u", threads),
+	OPT("metrics=%s", metrics),
+	OPT("metrics_port=%u", metrics_port),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
@@ -124,6 +127,9 @@ static void usage(void)
 	       "  -o remount         with ro or rw: change a mounted volume's read-only flag\n"
 	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
 	       "  -o threads=N       threads serving FUSE requests at most (default 32)\n"
+	       "  -o metrics=PATH    serve Prometheus metrics on this unix socket (default\n"
+	       "                     " RP_METRICS_DIR "/fs-HASH.sock, per mountpoint; 'off': none)\n"
+	       "  -o metrics_port=N  serve them on TCP port N too (every address)\n"
 	       "  -o loglevel=LEVEL  error, warn, info (default) or debug\n"
 	       "  -o log=PATH        append log lines here instead of syslog when detached\n"
 	       "  -o allow_other     let other users in (permission checks are the kernel's)\n"
@@ -181,6 +187,36 @@ static void detach(void)
 	setsid();
 }
 
+/* Metrics on a unix socket named after the mountpoint ('rdmapool stats
+ * MOUNTPOINT' finds it) or the one asked for; a failure costs the metrics,
+ * not the mount. */
+static struct rp_metrics_server *start_metrics(const struct options *o, const char *mnt,
+					       struct rp_fs *fs)
+{
+	char path[256], err[512];
+	struct rp_metrics_server *srv = NULL;
+	if (o->metrics && strcmp(o->metrics, "off") == 0 && !o->metrics_port)
+		return NULL;
+	if (rp_fuse_metrics() < 0 || rp_fs_metrics(fs, mnt) < 0) {
+		rp_warn("metrics: out of memory; serving none");
+		return NULL;
+	}
+	const char *sock = o->metrics;
+	if (!sock) {
+		rp_metrics_mount_socket(mnt, path, sizeof(path));
+		sock = path;
+	} else if (strcmp(sock, "off") == 0) {
+		sock = NULL;
+	}
+	if (rp_metrics_serve(sock, (int)o->metrics_port, &srv, err, sizeof(err)) < 0) {
+		rp_warn("%s; no metrics served", err);
+		return NULL;
+	}
+	if (sock)
+		rp_debug("metrics on %s", sock);
+	return srv;
+}
+
 static void report(int ok, const char *msg)
 {
 	if (ready_fd < 0) {
@@ -212,9 +248,11 @@ int main(int argc, char **argv)
 	struct rp_poolset *ps = NULL;
 	struct rp_fs *fs = NULL;
 	struct fuse_session *se = NULL;
+	struct fuse_lowlevel_ops ops;
+	struct rp_metrics_server *metrics = NULL;
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len;
-	char err[1024], opt[512];
+	char err[1024], opt[512], mnt[PATH_MAX];
 	int rc = 1;
 
 	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) < 0)
@@ -233,6 +271,9 @@ int main(int argc, char **argv)
 	}
 	if (o.remount)
 		return remount(o.mountpoint, o.ro);
+	/* before it is mounted: resolving it later would ask ourselves */
+	if (!realpath(o.mountpoint, mnt))
+		snprintf(mnt, sizeof(mnt), "%s", o.mountpoint);
 	enum rp_log_level level = RP_LOG_INFO;
 	if (o.loglevel && rp_log_parse_level(o.loglevel, &level) < 0) {
 		fprintf(stderr, "rdmapoolfs: loglevel=%s: expected error, warn, info or debug\n", o.loglevel);
@@ -283,7 +324,8 @@ int main(int argc, char **argv)
 		report(0, err);
 		goto out;
 	}
-	se = fuse_session_new(&args, &rp_fuse_ops, sizeof(rp_fuse_ops), fs);
+	rp_fuse_ops_metered(&ops);
+	se = fuse_session_new(&args, &ops, sizeof(ops), fs);
 	if (!se) {
 		report(0, "bad FUSE options (see above)");
 		goto out;
@@ -293,6 +335,7 @@ int main(int argc, char **argv)
 		report(0, err);
 		goto out;
 	}
+	metrics = start_metrics(&o, mnt, fs);
 	rp_info("volume \"%s\" mounted at %s%s", volume, o.mountpoint, o.ro ? " read-only" : "");
 	report(1, "");
 	if (o.single) {
@@ -301,6 +344,7 @@ int main(int argc, char **argv)
 		rc = serve_mt(se, o.threads ? o.threads : DEFAULT_THREADS);
 	}
 	rc = rc ? 1 : 0;
+	rp_metrics_stop(metrics);
 	fuse_session_unmount(se);
 	rp_info("volume \"%s\" unmounted from %s", volume, o.mountpoint);
 out:
@@ -319,5 +363,6 @@ out:
 	free(o.volume);
 	free(o.loglevel);
 	free(o.logfile);
+	free(o.metrics);
 	return rc;
 }

@@ -40,7 +40,7 @@ static int claim_in_span(struct rp_pool *p, uint32_t pool, uint64_t w0, uint64_t
 		unsigned bit, len;
 		while (rp_bitmap_find_run(span[i], want, &bit, &len) == 0) {
 			uint64_t v = span[i], nv = v | rp_bitmap_mask(bit, len), old;
-			int rc = rp_conn_cas(p->conn, pool_word_off(p, w0 + i), v, nv, &old);
+			int rc = pool_cas(p, pool_word_off(p, w0 + i), v, nv, &old);
 			if (rc < 0)
 				return rc;
 			if (old == v) {
@@ -199,7 +199,7 @@ int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e)
 				       e->pool, (unsigned long long)b, len);
 				return -EUCLEAN;
 			}
-			rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v & ~mask, &old);
+			rc = pool_cas(p, pool_word_off(p, w), v, v & ~mask, &old);
 			if (rc == 0 && old == v) {
 				note_freed(p, w, v & ~mask);
 				break;
@@ -249,8 +249,12 @@ static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool c
 	rp_conn_post(p->conn, ops, k, &comp);
 	rp_completion_wait(&comp, timeout_ms); /* each op carries its own status */
 	rp_completion_destroy(&comp);
+	if (cas)
+		rp_count(&p->stats.cas, k);
 	for (size_t j = 0; j < k; j++) {
 		struct word_free *f = &it[idx[j]];
+		if (cas && (ops[j].status < 0 || ops[j].result != f->v))
+			rp_count(&p->stats.cas_failed, 1);
 		if (ops[j].status < 0) {
 			f->status = ops[j].status;
 		} else if (cas && ops[j].result == f->v) {

@@ -145,6 +145,10 @@ int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *i
 	for (size_t i = 0; i < n; i++) {
 		if (ios[i].status == 0 && ops[i].status < 0)
 			ios[i].status = ops[i].status;
+		if (ios[i].status == 0)
+			rp_count(opc == RP_OP_READ ? &ps->pools[ios[i].pool].stats.read_bytes
+						   : &ps->pools[ios[i].pool].stats.written_bytes,
+				 ios[i].len);
 		if (ios[i].status < 0 && rc == 0)
 			rc = ios[i].status;
 	}

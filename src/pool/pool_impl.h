@@ -20,4 +20,16 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
 int replica_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
 
+/* Every CAS the pool layer makes, counted: attempts, and failures (an
+ * error or a word that had changed: a lost race). */
+static inline int pool_cas(struct rp_pool *p, uint64_t off, uint64_t expect, uint64_t desired,
+			   uint64_t *old)
+{
+	int rc = rp_conn_cas(p->conn, off, expect, desired, old);
+	rp_count(&p->stats.cas, 1);
+	if (rc < 0 || *old != expect)
+		rp_count(&p->stats.cas_failed, 1);
+	return rc;
+}
+
 #endif

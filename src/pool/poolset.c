@@ -123,6 +123,7 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 			.peer = &cl->peers[i], .kind = cl->peers[i].transport,
 			.cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
 			.connect_timeout_ms = cl->connect_timeout_ms, .op_timeout_ms = cl->op_timeout_ms,
+			.latency = &ps->pools[cl->peers[i].id].stats.latency,
 		};
 		p->present = true;
 		p->peer = cl->peers[i];
@@ -154,6 +155,7 @@ void rp_poolset_close(struct rp_poolset *ps)
 {
 	if (!ps)
 		return;
+	rp_metrics_drop(ps); /* before what they point at goes */
 	for (size_t i = 0; ps->pools && i < ps->n; i++) {
 		rp_conn_close(ps->pools[i].conn);
 		pthread_mutex_destroy(&ps->pools[i].mu);
@@ -236,6 +238,7 @@ static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, si
 		.peer = &p->peer, .kind = p->peer.transport, .cluster_name = ps->cluster_name,
 		.secret = ps->secret, .secret_len = ps->secret_len,
 		.connect_timeout_ms = ps->connect_timeout_ms, .op_timeout_ms = ps->op_timeout_ms,
+		.latency = &p->stats.latency,
 	};
 	return rp_conn_open(&cp, &p->conn, err, errlen);
 }
@@ -305,7 +308,7 @@ int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t exp
 {
 	int rc;
 	struct rp_pool *p = usable(ps, pool, &rc);
-	return p ? rp_conn_cas(p->conn, off, expect, desired, old) : rc;
+	return p ? pool_cas(p, off, expect, desired, old) : rc;
 }
 
 int rp_pool_faa(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t add, uint64_t *old)

@@ -115,7 +115,7 @@ static int clear_bits(struct rp_pool *p, uint64_t w, uint64_t v, uint64_t mask)
 {
 	for (int tries = 0; tries < 1000; tries++) {
 		uint64_t old;
-		int rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v & ~mask, &old);
+		int rc = pool_cas(p, pool_word_off(p, w), v, v & ~mask, &old);
 		if (rc < 0 || old == v)
 			return rc;
 		v = old;
@@ -132,7 +132,7 @@ static int claim_word(struct rp_pool **p, unsigned nm, uint64_t (*span)[SPAN_WOR
 	int rc = 0;
 	for (j = 0; j < nm; j++) {
 		uint64_t v = span[j][i], old;
-		rc = rp_conn_cas(p[j]->conn, pool_word_off(p[j], w), v, v | mask, &old);
+		rc = pool_cas(p[j], pool_word_off(p[j], w), v, v | mask, &old);
 		if (rc < 0)
 			break;
 		if (old != v) {
@@ -218,7 +218,7 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 				return -EEXIST;
 			if ((v & mask) == mask)
 				break;
-			if ((rc = rp_conn_cas(p->conn, pool_word_off(p, w), v, v | mask, &old)) < 0)
+			if ((rc = pool_cas(p, pool_word_off(p, w), v, v | mask, &old)) < 0)
 				return rc;
 			if (old == v)
 				break;

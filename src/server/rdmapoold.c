@@ -1,6 +1,7 @@
 /* rdmapoold: donates one memory region to the cluster as a pool. */
 #include "config.h"
 #include "region.h"
+#include "server_metrics.h"
 
 #include <rdmapool/cluster.h>
 #include <rdmapool/layout.h>
@@ -28,6 +29,8 @@ struct options {
 	const char *backing_dir;
 	const char *pid_file;
 	const char *log_file;
+	const char *metrics;
+	long metrics_port;
 	bool foreground;
 	bool syslog;
 	bool reformat;
@@ -49,6 +52,9 @@ static void usage(FILE *f)
 		"  -p, --pid-file PATH      write the server's pid here once it listens\n"
 		"      --log-file PATH      append log lines here (detached mode)\n"
 		"      --syslog             log to syslog\n"
+		"      --metrics PATH       Prometheus metrics on this unix socket (default\n"
+		"                           " RP_METRICS_DIR "/pool-CLUSTER-ID.sock; off: none)\n"
+		"      --metrics-port N     ... and on TCP port N (every address)\n"
 		"  -l, --log-level LEVEL    error, warn, info (default) or debug\n"
 		"  -h, --help               this help\n"
 		"  -V, --version            print the version\n");
@@ -67,6 +73,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "log-file", required_argument, NULL, 'L' },
 		{ "syslog", no_argument, NULL, 'S' },
+		{ "metrics", required_argument, NULL, 'M' },
+		{ "metrics-port", required_argument, NULL, 'P' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -102,6 +110,15 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'p': o->pid_file = optarg; break;
 		case 'L': o->log_file = optarg; break;
 		case 'S': o->syslog = true; break;
+		case 'M': o->metrics = optarg; break;
+		case 'P':
+			errno = 0;
+			o->metrics_port = strtol(optarg, &end, 10);
+			if (errno || *end || o->metrics_port < 1 || o->metrics_port > 65535) {
+				fprintf(stderr, "rdmapoold: --metrics-port %s: expected a port 1..65535\n", optarg);
+				return 2;
+			}
+			break;
 		case 'l':
 			if (rp_log_parse_level(optarg, &o->level) < 0) {
 				fprintf(stderr, "rdmapoold: --log-level %s: expected error, warn, info or debug\n", optarg);
@@ -186,6 +203,8 @@ int main(int argc, char **argv)
 	struct rp_cluster *cl = NULL;
 	struct rp_region region = { .fd = -1 };
 	struct rp_listener *tcp = NULL, *rdma = NULL;
+	struct rp_serve_stats stats = { 0 };
+	struct rp_metrics_server *metrics = NULL;
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len = 0;
 	char err[1024];
@@ -246,7 +265,7 @@ int main(int argc, char **argv)
 	}
 	struct rp_serve_params sp = {
 		.self = self, .cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
-		.base = region.base, .size = region.size,
+		.base = region.base, .size = region.size, .stats = &stats,
 	};
 	struct rp_pool_sb sb;
 	if (rp_sb_decode(region.base, &sb) < 0) {
@@ -292,6 +311,8 @@ int main(int argc, char **argv)
 	rp_info("peer %u serving %s%s%s%s on %s:%u over %s", self->id, sz,
 		region.hugepages ? " (huge pages)" : "", region.fd >= 0 ? " backed by " : "",
 		region.fd >= 0 ? region.path : "", self->host, self->port, rdma ? "rdma" : "tcp");
+	metrics = server_metrics_start(&stats, cl->name, self->id, region.size, rdma ? "rdma" : "tcp",
+				       o.metrics, (int)o.metrics_port);
 	report_ready(&ready_fd, 0);
 	notify_ready(self->id, sz, rdma != NULL);
 
@@ -302,6 +323,8 @@ int main(int argc, char **argv)
 	rp_notify("STOPPING=1");
 	exit_code = 0;
 out:
+	rp_metrics_stop(metrics);
+	rp_metrics_drop(&stats);
 	rp_listener_stop(rdma);
 	rp_listener_stop(tcp);
 	if (region.base) {

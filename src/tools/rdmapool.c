@@ -21,6 +21,7 @@ static const struct {
 	{ "rebuild", cmd_rebuild, "copy what stale pools of a replicated volume miss" },
 	{ "bench", cmd_bench, "latency, bandwidth and atomic rate of each pool" },
 	{ "status", cmd_status, "show each pool: reachable, transport, size, usage, latency" },
+	{ "stats", cmd_stats, "a mount's (or a pool server's) metrics: ops, latency, bytes, log" },
 	{ "read", cmd_read, "read bytes from a pool (debugging)" },
 	{ "write", cmd_write, "write bytes to a pool (debugging)" },
 	{ "cas", cmd_cas, "64-bit compare-and-swap on a pool (debugging)" },

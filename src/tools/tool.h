@@ -30,5 +30,6 @@ int cmd_mkfs(int argc, char **argv);
 int cmd_fsck(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

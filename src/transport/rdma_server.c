@@ -68,6 +68,7 @@ static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx
 			}
 			l->mrs[i].ctx = ctx;
 			l->mrs[i].mr = mr;
+			atomic_fetch_add(&l->p.stats->registered_bytes, l->p.size);
 			return mr;
 		}
 	}
@@ -236,9 +237,12 @@ static void *event_main(void *arg)
 			break;
 		case RDMA_CM_EVENT_ESTABLISHED:
 			rp_info("rdma client connected");
+			atomic_fetch_add(&l->p.stats->connections_total, 1);
+			atomic_fetch_add(&l->p.stats->connections, 1);
 			break;
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rp_info("rdma client disconnected");
+			atomic_fetch_sub(&l->p.stats->connections, 1);
 			drop_client(ev.id);
 			break;
 		case RDMA_CM_EVENT_CONNECT_ERROR:

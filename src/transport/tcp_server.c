@@ -120,8 +120,10 @@ static int handshake(struct client *cl)
 			    l->p.cluster_name, bind, sizeof(bind), welcome + 40);
 	}
 	rc = rp_write_full(cl->fd, welcome, sizeof(welcome));
-	if (status < 0)
+	if (status < 0) {
+		atomic_fetch_add(&l->p.stats->refused_total, 1);
 		return status;
+	}
 	if (rc < 0)
 		return rc;
 	tv.tv_sec = 0;
@@ -185,6 +187,15 @@ static int serve(struct client *cl)
 		else if (status < 0)
 			rp_warn("client %s: %s of %u bytes at offset %llu refused: %s", cl->who,
 				rp_op_name(opc), len, (unsigned long long)off, strerror(-status));
+		if (status == 0) {
+			atomic_fetch_add(&l->p.stats->tcp_ops[opc - RP_OP_READ], 1);
+			if (opc == RP_OP_READ)
+				atomic_fetch_add(&l->p.stats->tcp_read_bytes, len);
+			else if (opc == RP_OP_WRITE)
+				atomic_fetch_add(&l->p.stats->tcp_written_bytes, len);
+		} else {
+			atomic_fetch_add(&l->p.stats->tcp_refused_ops, 1);
+		}
 		switch (status == 0 ? opc : 0) {
 		case RP_OP_WRITE:
 			rc = rp_read_full(cl->fd, base + off, len);
@@ -229,7 +240,10 @@ static void *client_main(void *arg)
 	int rc = handshake(cl);
 	if (rc == 0) {
 		rp_info("client %s connected", cl->who);
+		atomic_fetch_add(&l->p.stats->connections_total, 1);
+		atomic_fetch_add(&l->p.stats->connections, 1);
 		rc = serve(cl);
+		atomic_fetch_sub(&l->p.stats->connections, 1);
 		if (rc < 0 && !atomic_load(&l->stopping))
 			rp_warn("client %s: connection lost: %s", cl->who, strerror(-rc));
 		else

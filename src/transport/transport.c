@@ -52,8 +52,11 @@ void rp_op_complete(struct rp_op *op, int status)
 	struct rp_completion *comp = op->comp_;
 	pthread_mutex_lock(&comp->mu);
 	op->status = status;
-	if (op->conn_idx_ >= 0)
-		comp->pending[op->conn_idx_]--;
+	if (op->conn_idx_ >= 0 && --comp->pending[op->conn_idx_] == 0 && status >= 0) {
+		struct rp_conn *c = comp->conns[op->conn_idx_];
+		if (c->latency)
+			rp_hist_observe(c->latency, rp_now_ns() - comp->posted_ns[op->conn_idx_]);
+	}
 	if (status < 0 && comp->first_err == 0)
 		comp->first_err = status;
 	if (--comp->remaining == 0)
@@ -95,8 +98,11 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 		comp->pending[idx] = 0;
 		comp->conns[comp->nconns++] = c;
 	}
-	if (idx >= 0)
+	if (idx >= 0) {
+		if (comp->pending[idx] == 0)
+			comp->posted_ns[idx] = rp_now_ns();
 		comp->pending[idx] += n;
+	}
 	pthread_mutex_unlock(&comp->mu);
 
 	for (size_t i = 0; i < n; i++) {
@@ -397,6 +403,7 @@ void rp_conn_base_init(struct rp_conn *c, const struct rp_conn_vtbl *vt,
 	c->connect_timeout_ms = p->connect_timeout_ms ? p->connect_timeout_ms : 3000;
 	c->op_timeout_ms = p->op_timeout_ms ? p->op_timeout_ms : 5000;
 	atomic_store(&c->lat_ns, LAT_START_NS);
+	c->latency = p->latency;
 	pthread_mutex_init(&c->bounce_mu, NULL);
 	c->bounce = NULL;
 	c->bounce_mr = NULL;

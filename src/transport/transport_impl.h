@@ -93,6 +93,7 @@ struct rp_conn {
 	/* recent time from post to completion (moving average, ns): waiters
 	 * poll (progress) only where that is short */
 	_Atomic uint64_t lat_ns;
+	struct rp_hist *latency; /* the owner's, or NULL */
 	/* bounce buffer for the rp_conn_read/write convenience calls */
 	pthread_mutex_t bounce_mu;
 	void *bounce;

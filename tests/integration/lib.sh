@@ -100,7 +100,7 @@ start_pool() {
 	local id=$1 size=$2
 	shift 2
 	"$RDMAPOOLD" -c "$CLUSTER" --id "$id" --size "$size" --pid-file "$T/pool$id.pid" \
-		--log-file "$T/pool$id.log" "$@"
+		--log-file "$T/pool$id.log" --metrics "$T/pool$id.sock" "$@"
 }
 
 pool_pid() { cat "$T/pool$1.pid"; }

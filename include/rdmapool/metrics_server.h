@@ -1,0 +1,25 @@
+/* Serving the metrics registry over HTTP/1.0 (GET /metrics), so Prometheus
+ * or curl can scrape it: on a unix socket (under /run/rdmapool by default)
+ * and, when asked, on a TCP port. One thread; each request has 2 s. */
+#ifndef RDMAPOOL_METRICS_SERVER_H
+#define RDMAPOOL_METRICS_SERVER_H
+
+#include <stddef.h>
+
+#define RP_METRICS_DIR "/run/rdmapool"
+
+struct rp_metrics_server;
+
+/* unix_path: NULL for none; its folder is made (0755) and a stale socket
+ * replaced, a live one refused. tcp_port: 0 for none, else every address.
+ * Returns 0 or a negative errno with err filled in. */
+int rp_metrics_serve(const char *unix_path, int tcp_port, struct rp_metrics_server **out,
+		     char *err, size_t errlen);
+/* Stop serving and remove the socket. NULL is fine. */
+void rp_metrics_stop(struct rp_metrics_server *s);
+
+/* The socket of the mount at mountpoint (a canonical path): one name per
+ * mountpoint, so that 'rdmapool stats MOUNTPOINT' finds it. */
+void rp_metrics_mount_socket(const char *mountpoint, char *out, size_t len);
+
+#endif
