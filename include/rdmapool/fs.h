@@ -164,6 +164,28 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 /* One line per volume: name, copies, and which pools are stale. */
 int rp_fs_describe_volumes(struct rp_poolset *ps, FILE *out);
 
+/* A volume as 'rdmapool volumes' shows it: its log replayed (as of the
+ * last flush of a mount that holds it). error < 0: what could not be read
+ * (err says it); the rest may be partial then. */
+struct rp_volinfo {
+	char name[RP_VOLUME_NAME_MAX + 1];
+	uint32_t replicas;
+	unsigned stale_pools;
+	uint64_t files, dirs, data_blocks, log_blocks, log_segments;
+	bool leased;          /* a read-write mount holds the lease (or died holding it) */
+	char holder[64];
+	uint64_t writer_epoch;
+	unsigned readers;     /* reader slots taken */
+	int error;
+	char err[256];
+};
+/* Every volume, in slot order; *out is malloc'ed. */
+int rp_fs_volumes(struct rp_poolset *ps, struct rp_volinfo **out, size_t *n);
+/* Remove a volume that nobody mounts: its slot, then its blocks (*freed
+ * of them). -EBUSY when mounted read-write or read-only somewhere. */
+int rp_fs_rmvol(struct rp_poolset *ps, const char *name, uint64_t *freed, char *err,
+		size_t errlen);
+
 /* ---- offline checks ---- */
 struct rp_fsck_report {
 	uint64_t volumes, inodes, files, dirs, data_blocks, log_blocks;

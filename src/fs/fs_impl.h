@@ -252,6 +252,15 @@ static inline uint64_t reader_pos(uint64_t epoch, uint64_t seq)
 {
 	return (epoch << 40) | (seq & ((1ull << 40) - 1));
 }
+/* What a volume slot says about who uses the volume (volumes.c). */
+struct vol_state {
+	uint64_t lease;                  /* 0: no read-write mount holds it */
+	char holder[64];                 /* its description, when held */
+	uint64_t writer_epoch;           /* lease acquisitions so far */
+	uint64_t reader_hb[READER_SLOTS];
+	unsigned readers;                /* reader slots taken (live or not) */
+};
+int vol_peek(struct rp_poolset *ps, int slot, struct vol_state *out);
 /* -EUSERS when every reader slot is taken. */
 int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd);
 /* -ESTALE when the writer expired us: reload everything. */

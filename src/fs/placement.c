@@ -258,7 +258,9 @@ static int describe_cb(void *arg, int slot, const struct rp_volrec *vol)
 	struct rp_volplace pl;
 	char d[256];
 	int rc = place_read(c->ps, slot, &pl);
-	if (rc < 0 && rc != -ENODATA)
+	if (rc == -ENODATA || (rc == 0 && pl.replicas <= 1))
+		return 0; /* one copy: the volume table (rdmapool volumes) says it all */
+	if (rc < 0)
 		snprintf(d, sizeof(d), "placement unreadable: %s", strerror(-rc));
 	else
 		place_describe(&pl, d, sizeof(d));

@@ -429,6 +429,25 @@ static uint64_t reader_off(int slot, int r, int word)
 	return slot_off(slot, OFF_READERS + (unsigned)r * 16 + (unsigned)word * 8);
 }
 
+int vol_peek(struct rp_poolset *ps, int slot, struct vol_state *out)
+{
+	uint64_t hb;
+	int rc;
+	memset(out, 0, sizeof(*out));
+	if ((rc = read_word(ps, slot, &out->lease)) < 0 ||
+	    (rc = home_faa(ps, slot_off(slot, OFF_FENCE), 0, &out->writer_epoch)) < 0)
+		return rc;
+	if (out->lease)
+		read_holder(ps, slot, out->holder, sizeof(out->holder));
+	for (int r = 0; r < READER_SLOTS; r++) {
+		if ((rc = home_faa(ps, reader_off(slot, r, 0), 0, &hb)) < 0)
+			return rc;
+		out->reader_hb[r] = hb;
+		out->readers += hb != 0;
+	}
+	return 0;
+}
+
 int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 {
 	uint32_t id = 0;

@@ -76,6 +76,8 @@ int cmd_status(int argc, char **argv)
 		printf("      blocks: %llu total, %llu used, %llu free\n", (unsigned long long)total,
 		       (unsigned long long)(total - nfree), (unsigned long long)nfree);
 	}
+	printf("\n");
+	tool_print_volumes(ps);
 	int vrc = rp_fs_describe_volumes(ps, stdout);
 	if (vrc < 0)
 		printf("volumes: the volume table is unreadable (%s)\n", strerror(-vrc));

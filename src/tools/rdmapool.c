@@ -17,6 +17,8 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "mkfs", cmd_mkfs, "create a filesystem volume in the cluster" },
+	{ "volumes", cmd_volumes, "list the volumes: copies, use, log, who mounts them" },
+	{ "rmvol", cmd_rmvol, "remove a volume that nobody mounts, freeing its blocks" },
 	{ "fsck", cmd_fsck, "check volumes against the pool bitmaps; --repair frees leaks" },
 	{ "rebuild", cmd_rebuild, "copy what stale pools of a replicated volume miss" },
 	{ "bench", cmd_bench, "latency, bandwidth and atomic rate of each pool" },

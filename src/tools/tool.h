@@ -31,5 +31,9 @@ int cmd_fsck(int argc, char **argv);
 int cmd_rebuild(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_volumes(int argc, char **argv);
+int cmd_rmvol(int argc, char **argv);
+/* The volume table (rdmapool volumes, status); 0 or a negative errno. */
+int tool_print_volumes(struct rp_poolset *ps);
 
 #endif
