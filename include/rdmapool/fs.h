@@ -17,6 +17,8 @@
 
 #include <rdmapool/pool.h>
 
+struct rp_progress; /* <rdmapool/progress.h> */
+
 #define RP_ROOT_INO 1
 #define RP_DEFAULT_VOLUME "default"
 #define RP_XATTR_NAME_MAX 255
@@ -48,6 +50,7 @@ struct rp_mount_opts {
 	bool rebuild;
 	uint32_t rebuild_rate_mib;
 	FILE *progress;
+	struct rp_progress *rebuild_progress; /* NULL, or how far the rebuild is; Ctrl-C */
 };
 
 int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, size_t errlen);
@@ -158,9 +161,11 @@ int rp_fs_sync(struct rp_fs *fs);
 /* Copy what stale pools of a replicated volume miss from the current
  * copies, then mark them current; the volume must not be mounted read-write
  * elsewhere (the rebuild takes its lease). rate_mib limits the copy (MiB/s,
- * 0: none); progress goes to out. -EAGAIN: some stale pool is still down. */
+ * 0: none); messages go to out, how far it is to pr (NULL: lines to out),
+ * which can stop it (-EINTR: the pool stays stale). -EAGAIN: some stale
+ * pool is still down. */
 int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, FILE *out,
-		  char *err, size_t errlen);
+		  struct rp_progress *pr, char *err, size_t errlen);
 /* One line per volume: name, copies, and which pools are stale. */
 int rp_fs_describe_volumes(struct rp_poolset *ps, FILE *out);
 
@@ -196,7 +201,9 @@ struct rp_fsck_report {
 /* Check every volume in the cluster against the pool bitmaps; with repair,
  * free leaked blocks (refused while any volume is mounted read-write).
  * Problems are printed to out as they are found. */
+/* pr (may be NULL) hears how far the check is and can stop it (-EINTR)
+ * between volumes, or between freed runs with repair. */
 int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_report *rep,
-	       char *err, size_t errlen);
+	       struct rp_progress *pr, char *err, size_t errlen);
 
 #endif

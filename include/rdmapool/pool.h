@@ -194,6 +194,9 @@ int rp_pool_read_copy(struct rp_poolset *ps, uint32_t pool, unsigned k, uint64_t
  * empty one, so nothing of ours is on it yet): then -EEXIST. */
 int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count,
 			bool fresh);
+/* Undo rp_pool_claim_exact on that pool alone (a rebuild of an empty pool
+ * that stopped half way gives back what it claimed). */
+int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count);
 /* The byte offset on pool m of the data bytes at off on pool p. */
 uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, uint64_t off);
 /* Debugging the servers' key check: use a wrong key from now on. */

@@ -509,7 +509,8 @@ void space_wait(struct rp_fs *fs, uint64_t want);
  * the first (fs->mu held, before serving). */
 int copies_resync(struct rp_fs *fs);
 /* Fill the stale pools that answer (a rebuild's mount, after replay). */
-int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, size_t errlen);
+int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_progress *pr,
+		  char *err, size_t errlen);
 /* The read-write mount's background thread: act on a rebuild request. */
 void rebuild_poll(struct rp_fs *fs);
 

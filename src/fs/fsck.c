@@ -10,6 +10,7 @@
 #include "fs_impl.h"
 
 #include <rdmapool/log.h>
+#include <rdmapool/progress.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@ struct fsck {
 	const char *vol;
 	int live_volumes;
 	int rc;
+	struct rp_progress *pr;
+	uint64_t done, total; /* blocks checked, of those marked in the bitmaps */
 };
 
 static bool test_set(uint64_t *bits, uint64_t b)
@@ -84,6 +87,8 @@ static void reference(struct fsck *f, const struct rp_extent *e, const char *wha
 	}
 	if (nm > 1 && extent_in_pools(f->ps, e))
 		compare_copies(f, e, what, ino);
+	f->done += (uint64_t)e->count * nm;
+	rp_progress_report(f->pr, "checking", f->done, f->total, f->ps->block_size);
 }
 
 static void reference_copy(struct fsck *f, const struct rp_extent *e, const char *what,
@@ -155,6 +160,8 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	struct rp_extvec segs = { 0 };
 	char err[512], holder[64];
 
+	if (rp_progress_stopped(f->pr))
+		return -EINTR; /* between volumes: nothing half done */
 	f->vol = vol->name;
 	f->rep->volumes++;
 	int live = lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000, holder, sizeof(holder));
@@ -205,49 +212,43 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	return 0;
 }
 
-int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_report *rep,
-	       char *err, size_t errlen)
+/* Every pool's bitmap, and an empty reference map beside it. */
+static int read_bitmaps(struct fsck *f, char *err, size_t errlen)
 {
-	struct fsck f = { .ps = ps, .out = out, .rep = rep };
-	int rc = 0;
-
-	memset(rep, 0, sizeof(*rep));
-	f.refs = calloc(ps->n, sizeof(*f.refs));
-	f.bitmap = calloc(ps->n, sizeof(*f.bitmap));
-	if (!f.refs || !f.bitmap) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	struct rp_poolset *ps = f->ps;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t i = ps->ids[k];
-		if ((rc = rp_pool_read_bitmap(ps, i, &f.bitmap[i])) < 0) {
+		int rc = rp_pool_read_bitmap(ps, i, &f->bitmap[i]);
+		if (rc < 0) {
 			snprintf(err, errlen, "%s", ps->pools[i].err[0] ? ps->pools[i].err : strerror(-rc));
-			goto out;
+			return rc;
 		}
-		f.refs[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
-		if (!f.refs[i]) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		f->refs[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
+		if (!f->refs[i])
+			return -ENOMEM;
 		/* bits past the last block are set by design */
-		if (ps->pools[i].sb.bitmap_words)
-			f.refs[i][ps->pools[i].sb.bitmap_words - 1] |= rp_layout_tail_mask(&ps->pools[i].sb);
+		uint64_t words = ps->pools[i].sb.bitmap_words;
+		if (words)
+			f->refs[i][words - 1] |= rp_layout_tail_mask(&ps->pools[i].sb);
+		for (uint64_t w = 0; w < words; w++)
+			f->total += (uint64_t)__builtin_popcountll(f->bitmap[i][w] & ~f->refs[i][w]);
 	}
-	if ((rc = vol_each(ps, check_volume, &f)) < 0) {
-		snprintf(err, errlen, "reading the volume table: %s", strerror(-rc));
-		goto out;
-	}
-	if (repair && f.live_volumes) {
-		snprintf(err, errlen, "refusing to repair while %d volume(s) are mounted read-write",
-			 f.live_volumes);
-		rc = -EBUSY;
-	}
+	return 0;
+}
+
+/* Blocks marked allocated that nothing references; freed with repair.
+ * Stopping (Ctrl-C) leaves the runs freed so far freed, the rest leaked. */
+static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
+{
+	struct rp_poolset *ps = f->ps;
+	struct rp_fsck_report *rep = f->rep;
+	int rc = 0;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t p = ps->ids[k];
 		const struct rp_pool_sb *sb = &ps->pools[p].sb;
 		for (uint64_t b = 0; b < sb->nblocks;) {
-			bool used = f.bitmap[p][b / 64] >> (b % 64) & 1;
-			bool ref = f.refs[p][b / 64] >> (b % 64) & 1;
+			bool used = f->bitmap[p][b / 64] >> (b % 64) & 1;
+			bool ref = f->refs[p][b / 64] >> (b % 64) & 1;
 			if (!used || ref) {
 				b++;
 				continue;
@@ -255,24 +256,62 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 			/* a run of leaked blocks, at most 64 and inside one word */
 			uint64_t s = b;
 			while (b < sb->nblocks && b - s < 64 && (b == s || b % 64) &&
-			       (f.bitmap[p][b / 64] >> (b % 64) & 1) && !(f.refs[p][b / 64] >> (b % 64) & 1))
+			       (f->bitmap[p][b / 64] >> (b % 64) & 1) && !(f->refs[p][b / 64] >> (b % 64) & 1))
 				b++;
 			rep->leaked += b - s;
-			fprintf(out, "peer %u: blocks %llu..%llu are allocated but unreferenced%s\n", p,
-				(unsigned long long)s, (unsigned long long)(b - 1),
-				repair && rc == 0 ? ": freed" : "");
-			if (repair && rc == 0) {
-				struct rp_extent e = { .pool = p, .block = s, .count = (uint32_t)(b - s) };
-				int frc = rp_pool_free(ps, &e);
-				if (frc < 0) {
-					snprintf(err, errlen, "freeing leaked blocks: %s", strerror(-frc));
-					rc = frc;
-				} else {
-					rep->repaired += e.count;
-				}
+			fprintf(f->out, "peer %u: blocks %llu..%llu are allocated but unreferenced%s\n", p,
+				(unsigned long long)s, (unsigned long long)(b - 1), repair ? ": freed" : "");
+			if (!repair)
+				continue;
+			if (rp_progress_stopped(f->pr))
+				return -EINTR;
+			struct rp_extent e = { .pool = p, .block = s, .count = (uint32_t)(b - s) };
+			if ((rc = rp_pool_free(ps, &e)) < 0) {
+				snprintf(err, errlen, "freeing leaked blocks: %s", strerror(-rc));
+				repair = false; /* the rest is listed, not freed */
+				continue;
 			}
+			rep->repaired += e.count;
+			rp_progress_report(f->pr, "repairing", rep->repaired, rep->repaired,
+					   ps->block_size);
 		}
 	}
+	return rc;
+}
+
+int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_report *rep,
+	       struct rp_progress *pr, char *err, size_t errlen)
+{
+	struct fsck f = { .ps = ps, .out = out, .rep = rep, .pr = pr };
+	int rc = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	f.refs = calloc(ps->n, sizeof(*f.refs));
+	f.bitmap = calloc(ps->n, sizeof(*f.bitmap));
+	if (!f.refs || !f.bitmap || (rc = read_bitmaps(&f, err, errlen)) < 0) {
+		rc = rc ? rc : -ENOMEM;
+		goto out;
+	}
+	if ((rc = vol_each(ps, check_volume, &f)) < 0) {
+		if (rc == -EINTR)
+			snprintf(err, errlen, "interrupted: %llu volumes checked, nothing changed",
+				 (unsigned long long)rep->volumes);
+		else
+			snprintf(err, errlen, "reading the volume table: %s", strerror(-rc));
+		goto out;
+	}
+	rp_progress_report(pr, "checking", f.total, f.total, ps->block_size);
+	if (repair && f.live_volumes) {
+		snprintf(err, errlen, "refusing to repair while %d volume(s) are mounted read-write",
+			 f.live_volumes);
+		rc = -EBUSY;
+	}
+	int lrc = find_leaks(&f, repair && rc == 0, err, errlen);
+	if (lrc == -EINTR)
+		snprintf(err, errlen, "interrupted: %llu leaked blocks freed, the rest left as they were",
+			 (unsigned long long)rep->repaired);
+	if (rc == 0)
+		rc = lrc;
 out:
 	for (size_t i = 0; f.refs && i < ps->n; i++)
 		free(f.refs[i]);

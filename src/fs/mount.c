@@ -357,7 +357,8 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 	fs->log.segs = segs;
 	segs = (struct rp_extvec){ 0 };
 	fs->log.epoch = fs->vol.epoch;
-	if (o->rebuild && (rc = rebuild_stale(fs, o->rebuild_rate_mib, o->progress, err, errlen)) < 0) {
+	if (o->rebuild && (rc = rebuild_stale(fs, o->rebuild_rate_mib, o->progress, o->rebuild_progress,
+						err, errlen)) < 0) {
 		extvec_free(&fs->log.segs);
 		goto fail_lease;
 	}

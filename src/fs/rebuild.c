@@ -9,6 +9,8 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/progress.h>
+
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -28,17 +30,26 @@ struct rebuild {
 	uint32_t rate_mib;    /* 0: no limit */
 	FILE *out;
 	bool publish;         /* online: progress in the volume slot, for the tool */
+	struct rp_progress *pr; /* offline: the tool's progress display, and Ctrl-C */
+	struct rp_extvec claimed; /* fresh pool: what we claimed, given back if we stop */
 	uint8_t *buf;
 };
 
 static void progress(struct rebuild *r, bool last)
 {
 	uint64_t now = rp_now_ms();
-	if ((!r->out && !r->publish) || (!last && now - r->last_ms < 1000))
+	uint64_t every = r->pr ? 200 : 1000; /* a bar moves smoothly; lines and the slot less often */
+	if ((!r->out && !r->publish && !r->pr) || (!last && now - r->last_ms < every))
 		return;
 	r->last_ms = now;
 	if (r->publish)
 		vol_rebuild_progress(r->fs->ps, r->fs->slot, r->done, r->total);
+	if (r->pr) {
+		char what[32];
+		snprintf(what, sizeof(what), "peer %u", r->pool);
+		rp_progress_report(r->pr, what, r->done, r->total, r->fs->block_size);
+		return;
+	}
 	if (!r->out)
 		return;
 	double s = (double)(now - r->start_ms) / 1000.0;
@@ -89,6 +100,8 @@ static int claim_extent(struct rebuild *r, const struct rp_extent *e)
 	if (!involved)
 		return 0;
 	int rc = rp_pool_claim_exact(r->fs->ps, r->pool, e->block, e->count, r->fresh);
+	if (rc == 0 && r->fresh && !r->publish)
+		rc = extvec_push(&r->claimed, e);
 	if (rc < 0)
 		rp_err("peer %u: cannot claim blocks %llu+%u for a copy (%s)%s", r->pool,
 		       (unsigned long long)e->block, e->count, strerror(-rc),
@@ -123,6 +136,8 @@ static int copy_data(struct rebuild *r, const struct rp_extent *e)
 		r->done += n / sb->block_size;
 		throttle(r);
 		progress(r, false);
+		if (rp_progress_stopped(r->pr))
+			return -EINTR; /* the pool stays stale */
 	}
 	return 0;
 }
@@ -171,6 +186,20 @@ static int count_extent(struct rebuild *r, const struct rp_extent *e)
 	return 0;
 }
 
+/* A rebuild onto an empty pool that stopped: the blocks it claimed there go
+ * back, so that the next rebuild finds the pool as empty as this one did. */
+static void give_back(struct rebuild *r)
+{
+	for (size_t i = 0; i < r->claimed.n; i++)
+		if (rp_pool_unclaim_exact(r->fs->ps, r->pool, r->claimed.v[i].block,
+					  r->claimed.v[i].count) < 0) {
+			rp_warn("peer %u: could not give back the blocks a stopped rebuild claimed; "
+				"'rdmapool fsck --repair' frees them", r->pool);
+			break;
+		}
+	extvec_free(&r->claimed);
+}
+
 /* Fill one stale pool, then mark it current (at mount, before the new log). */
 static int rebuild_pool(struct rebuild *r)
 {
@@ -187,8 +216,11 @@ static int rebuild_pool(struct rebuild *r)
 			(unsigned long long)r->total);
 	int rc = each_extent(fs, copy_extent, r);
 	progress(r, true);
-	if (rc < 0)
+	if (rc < 0) {
+		give_back(r);
 		return rc;
+	}
+	extvec_free(&r->claimed);
 	/* current from now on: written with the others, and readable */
 	int i = place_ring_index(&fs->place, r->pool);
 	struct rp_volplace next = fs->place;
@@ -263,7 +295,7 @@ static void free_missed_frees(struct rp_poolset *ps, FILE *out)
 	struct rp_fsck_report rep;
 	char e[512] = "";
 	FILE *quiet = fopen("/dev/null", "w");
-	int rc = quiet ? rp_fs_fsck(ps, true, quiet, &rep, e, sizeof(e)) : -errno;
+	int rc = quiet ? rp_fs_fsck(ps, true, quiet, &rep, NULL, e, sizeof(e)) : -errno;
 	if (quiet)
 		fclose(quiet);
 	if (!out)
@@ -276,9 +308,10 @@ static void free_missed_frees(struct rp_poolset *ps, FILE *out)
 			"run 'rdmapool fsck --repair' later\n", e[0] ? e : strerror(-rc));
 }
 
-int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, size_t errlen)
+int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_progress *pr,
+		  char *err, size_t errlen)
 {
-	struct rebuild r = { .fs = fs, .rate_mib = rate_mib, .out = out };
+	struct rebuild r = { .fs = fs, .rate_mib = rate_mib, .out = out, .pr = pr };
 	int rc = 0;
 	r.buf = malloc(COPY_CHUNK);
 	if (!r.buf)
@@ -293,7 +326,10 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, siz
 			fs->rebuild_left++;
 			continue;
 		}
-		if ((rc = rebuild_pool(&r)) < 0)
+		if ((rc = rebuild_pool(&r)) == -EINTR)
+			snprintf(err, errlen, "interrupted: peer %u stays stale (its copy is not read "
+				 "until a rebuild finishes)", r.pool);
+		else if (rc < 0)
 			snprintf(err, errlen, "rebuilding peer %u: %s", r.pool, strerror(-rc));
 		fs->rebuild_done++;
 		fs->rebuild_returned += rc == 0 && !r.fresh;
@@ -304,7 +340,8 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, char *err, siz
 
 /* The volume is mounted read-write: ask its mounter to rebuild, and follow. */
 static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder,
-			     uint32_t rate_mib, FILE *out, char *err, size_t errlen)
+			     uint32_t rate_mib, FILE *out, struct rp_progress *pr, char *err,
+			     size_t errlen)
 {
 	uint32_t id = 0;
 	while (id == 0)
@@ -326,10 +363,17 @@ static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder
 		nanosleep(&ts, NULL);
 		if ((rc = vol_rebuild_word(ps, slot, &w)) < 0)
 			break;
+		if (rp_progress_stopped(pr)) {
+			snprintf(err, errlen, "stopped following: the mount goes on rebuilding "
+				 "('rdmapool status' shows how far it is)");
+			return -EINTR;
+		}
 		if (vol_rebuild_read_progress(ps, slot, &done, &total) == 0 && done != last_done) {
 			last_done = done;
 			last_change = rp_now_ms();
-			if (out && total) {
+			if (pr && total)
+				rp_progress_report(pr, "rebuild", done, total, 0);
+			else if (out && total) {
 				fprintf(out, "%llu/%llu blocks (%.0f%%)\n", (unsigned long long)done,
 					(unsigned long long)total, 100.0 * (double)done / (double)total);
 				fflush(out);
@@ -356,14 +400,15 @@ static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder
 }
 
 int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, FILE *out,
-		  char *err, size_t errlen)
+		  struct rp_progress *pr, char *err, size_t errlen)
 {
 	struct rp_fs *fs;
 	int slot;
 	struct rp_volrec vol;
 	char holder[64];
 	struct rp_mount_opts mo = { .volume = volume, .holder = "rdmapool rebuild", .rebuild = true,
-				    .rebuild_rate_mib = rate_mib, .progress = out };
+				    .rebuild_rate_mib = rate_mib, .progress = out,
+				    .rebuild_progress = pr };
 	int rc = home_resync(ps, out);
 	if (rc < 0) {
 		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));
@@ -375,7 +420,7 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		return rc;
 	}
 	if (lease_probe(ps, slot, vol.lease_ms ? vol.lease_ms : 1000, holder, sizeof(holder)) > 0)
-		return rebuild_by_holder(ps, slot, holder, rate_mib, out, err, errlen);
+		return rebuild_by_holder(ps, slot, holder, rate_mib, out, pr, err, errlen);
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
 	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;

@@ -199,6 +199,32 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 	return -ENOSPC;
 }
 
+int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count)
+{
+	int rc = rp_pool_ensure(ps, pool);
+	if (rc < 0)
+		return rc;
+	struct rp_pool *p = &ps->pools[pool];
+	if (count == 0 || block + count > p->sb.nblocks)
+		return -EINVAL;
+	for (uint64_t b = block, end = block + count; b < end;) {
+		unsigned bit = (unsigned)(b % 64), len = (unsigned)RP_MIN(end - b, 64 - bit);
+		uint64_t mask = rp_bitmap_mask(bit, len), w = b / 64, v, old;
+		if ((rc = rp_conn_faa(p->conn, pool_word_off(p, w), 0, &v)) < 0)
+			return rc;
+		while (v & mask) {
+			if ((rc = pool_cas(p, pool_word_off(p, w), v, v & ~mask, &old)) < 0)
+				return rc;
+			if (old == v)
+				break;
+			v = old;
+		}
+		b += len;
+	}
+	p->span_n = 0;
+	return 0;
+}
+
 int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count,
 			bool fresh)
 {

@@ -100,7 +100,9 @@ int cmd_fsck(int argc, char **argv)
 		tool_done(&t);
 		return 1;
 	}
-	int rc = rp_fs_fsck(ps, repair, stdout, &rep, err, sizeof(err));
+	struct rp_progress *pr = tool_progress_start();
+	int rc = rp_fs_fsck(ps, repair, tool_progress_out(), &rep, pr, err, sizeof(err));
+	bool stopped = tool_progress_end();
 	printf("%llu volumes, %llu inodes (%llu files, %llu directories), %llu data blocks, "
 	       "%llu log blocks\n%llu errors, %llu leaked blocks, %llu freed\n",
 	       (unsigned long long)rep.volumes, (unsigned long long)rep.inodes,
@@ -112,6 +114,8 @@ int cmd_fsck(int argc, char **argv)
 		fprintf(stderr, "rdmapool fsck: %s\n", err[0] ? err : strerror(-rc));
 	rp_poolset_close(ps);
 	tool_done(&t);
+	if (stopped && rc == -EINTR)
+		return 130; /* as a shell reports an interrupted command */
 	if (rc < 0 || rep.errors)
 		return 1;
 	return rep.leaked > rep.repaired ? 4 : 0;
@@ -151,10 +155,14 @@ int cmd_rebuild(int argc, char **argv)
 		tool_done(&t);
 		return 1;
 	}
-	int rc = rp_fs_rebuild(ps, volume, rate, stdout, err, sizeof(err));
+	struct rp_progress *pr = tool_progress_start();
+	int rc = rp_fs_rebuild(ps, volume, rate, tool_progress_out(), pr, err, sizeof(err));
+	bool stopped = tool_progress_end();
 	if (rc < 0)
 		fprintf(stderr, "rdmapool rebuild: %s\n", err[0] ? err : strerror(-rc));
 	rp_poolset_close(ps);
 	tool_done(&t);
+	if (stopped && rc == -EINTR)
+		return 130;
 	return rc == -EAGAIN ? 3 : rc < 0 ? 1 : 0;
 }

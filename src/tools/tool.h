@@ -5,6 +5,9 @@
 #include <rdmapool/cluster.h>
 #include <rdmapool/pool.h>
 
+#include <stdbool.h>
+#include <stdio.h>
+
 struct tool_ctx {
 	const char *cluster_file;
 	struct rp_cluster *cl;
@@ -33,6 +36,12 @@ int cmd_bench(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_volumes(int argc, char **argv);
 int cmd_rmvol(int argc, char **argv);
+/* Progress of long work (progress.c): start gives the sink to hand to the
+ * fs layer and catches Ctrl-C; out is where the work's own lines go; end
+ * says whether it was asked to stop. */
+struct rp_progress *tool_progress_start(void);
+FILE *tool_progress_out(void);
+bool tool_progress_end(void);
 /* The volume table (rdmapool volumes, status); 0 or a negative errno. */
 int tool_print_volumes(struct rp_poolset *ps);
 
