@@ -51,6 +51,15 @@ struct rp_mount_opts {
 	uint32_t rebuild_rate_mib;
 	FILE *progress;
 	struct rp_progress *rebuild_progress; /* NULL, or how far the rebuild is; Ctrl-C */
+	/* Taking over a live FUSE mount from a daemon that stopped or died
+	 * (rdmapoolfs -o supervise): the kernel may hold any inode, so each
+	 * counts as looked up once (an inode removed later is freed at the
+	 * kernel's forget, or at the next fresh mount) and none unlinked while
+	 * open is freed now. */
+	bool kernel_knows;
+	/* the lease word of a holder known to be dead (its supervisor saw it
+	 * exit): taken at once instead of after the expiry time; 0: none */
+	uint64_t dead_lease;
 };
 
 int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, size_t errlen);
@@ -58,6 +67,10 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		char *err, size_t errlen);
 /* Flush, checkpoint (read-write), release the lease, free memory. */
 int rp_fs_unmount(struct rp_fs *fs);
+/* The lease word this read-write mount holds (0: none), for a supervisor. */
+uint64_t rp_fs_lease_word(const struct rp_fs *fs);
+/* The numbers of every inode the volume has now; *out is malloc'ed. */
+int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n);
 /* List the mount's counters (and its pools') in the metrics registry, until
  * unmount; mountpoint labels them. */
 int rp_fs_metrics(struct rp_fs *fs, const char *mountpoint);

@@ -18,8 +18,9 @@ int rp_metrics_serve(const char *unix_path, int tcp_port, struct rp_metrics_serv
 /* Stop serving and remove the socket. NULL is fine. */
 void rp_metrics_stop(struct rp_metrics_server *s);
 
-/* The socket of the mount at mountpoint (a canonical path): one name per
- * mountpoint, so that 'rdmapool stats MOUNTPOINT' finds it. */
-void rp_metrics_mount_socket(const char *mountpoint, char *out, size_t len);
+/* A socket of the mount at mountpoint (a canonical path), by kind ("fs":
+ * metrics, "ctl": its supervisor): one name per mountpoint, so that
+ * 'rdmapool stats MOUNTPOINT' and 'rdmapoolfs --restart' find them. */
+void rp_mount_socket(const char *kind, const char *mountpoint, char *out, size_t len);
 
 #endif

@@ -27,13 +27,13 @@ struct rp_metrics_server {
 	pthread_t thread;
 };
 
-void rp_metrics_mount_socket(const char *mountpoint, char *out, size_t len)
+void rp_mount_socket(const char *kind, const char *mountpoint, char *out, size_t len)
 {
 	/* FNV-1a: a fixed-length name for any path */
 	uint64_t h = 1469598103934665603ull;
 	for (const char *c = mountpoint; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
-	snprintf(out, len, "%s/fs-%016llx.sock", RP_METRICS_DIR, (unsigned long long)h);
+	snprintf(out, len, "%s/%s-%016llx.sock", RP_METRICS_DIR, kind, (unsigned long long)h);
 }
 
 /* ---- serving ---- */

@@ -219,9 +219,11 @@ struct rp_lease {
 	uint32_t period_ms;
 	uint64_t last_renew_ms;  /* when the last renewal that landed was sent */
 	bool took_over;          /* from a holder that stopped without unmounting */
+	uint64_t dead;           /* in: a word of a holder known dead: its id is taken over at once */
 };
 /* Take the volume's lease; a live holder gives -EBUSY with its name in err,
- * a holder silent for the expiry time is taken over. */
+ * a holder silent for the expiry time is taken over, one whose word is
+ * l->dead at once. */
 int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const char *holder,
 		  struct rp_lease *l, char *err, size_t errlen);
 int lease_renew(struct rp_poolset *ps, struct rp_lease *l);

@@ -329,6 +329,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 
 	if (!o->holder)
 		default_holder(holder, sizeof(holder));
+	fs->lease.dead = o->dead_lease;
 	rc = lease_acquire(fs->ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
 			   o->holder ? o->holder : holder, &fs->lease, err, errlen);
 	if (rc < 0) {
@@ -374,6 +375,10 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 			struct rp_inode *in = fs->it.b[b], *next;
 			for (; in; in = next) {
 				next = in->hnext;
+				if (o->kernel_knows) {
+					in->nlookup = 1; /* the kernel may hold it: its forget frees */
+					continue;
+				}
 				if (in->nlink == 0 && in->ino != RP_ROOT_INO) {
 					fs_maybe_purge(fs, in);
 					orphans++;
@@ -555,6 +560,37 @@ int rp_fs_unmount(struct rp_fs *fs)
 	}
 	fs_delete(fs);
 	return rc;
+}
+
+uint64_t rp_fs_lease_word(const struct rp_fs *fs)
+{
+	return fs->ro ? 0 : fs->lease.word;
+}
+
+int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n)
+{
+	size_t k = 0, cap = 64;
+	uint64_t *v = malloc(cap * sizeof(*v));
+	pthread_mutex_lock(&fs->mu);
+	for (size_t b = 0; v && b < fs->it.nb; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in && v; in = in->hnext) {
+			if (k == cap) {
+				uint64_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
+				if (!nv) {
+					free(v);
+					v = NULL;
+					break;
+				}
+				v = nv;
+			}
+			v[k++] = in->ino;
+		}
+	pthread_mutex_unlock(&fs->mu);
+	if (!v)
+		return -ENOMEM;
+	*out = v;
+	*n = k;
+	return 0;
 }
 
 int rp_fs_sync(struct rp_fs *fs)

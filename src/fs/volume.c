@@ -283,7 +283,10 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 	if ((rc = read_word(ps, slot, &v)) < 0)
 		return rc;
 	for (;;) {
-		if (v != 0) {
+		if (v != 0 && l->dead && v >> 32 == l->dead >> 32) { /* its holder id */
+			read_holder(ps, slot, who, sizeof(who));
+			rp_warn("taking over the lease of %s, whose process has died", who);
+		} else if (v != 0) {
 			read_holder(ps, slot, who, sizeof(who));
 			rc = lease_wait(ps, slot, &v, period_ms, who);
 			if (rc < 0)

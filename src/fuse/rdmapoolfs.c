@@ -1,6 +1,7 @@
 /* rdmapoolfs: mount a volume of an rdmapool cluster with FUSE. */
 #include "config.h"
 #include "fuse_ops.h"
+#include "supervisor.h"
 
 #include <rdmapool/cluster.h>
 #include <rdmapool/fs.h>
@@ -12,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,10 +30,11 @@
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile, *metrics;
 	unsigned commit, follow, threads, metrics_port;
-	int foreground, single, ro, help, version, remount;
+	int foreground, single, ro, help, version, remount, supervise, restart;
 };
 
-enum { KEY_RO, KEY_RW, KEY_REMOUNT, KEY_FG, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_VERSION };
+enum { KEY_RO, KEY_RW, KEY_REMOUNT, KEY_FG, KEY_DEBUG, KEY_SINGLE, KEY_HELP, KEY_VERSION,
+       KEY_SUPERVISE, KEY_RESTART };
 
 #define OPT(t, f) { t, offsetof(struct options, f), 0 }
 static const struct fuse_opt option_spec[] = {
@@ -46,6 +49,8 @@ static const struct fuse_opt option_spec[] = {
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
+	FUSE_OPT_KEY("supervise", KEY_SUPERVISE),
+	FUSE_OPT_KEY("--restart", KEY_RESTART),
 	FUSE_OPT_KEY("-f", KEY_FG),
 	FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG),
@@ -78,6 +83,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	case KEY_RO: o->ro = 1; return 1;          /* the kernel needs it too */
 	case KEY_RW: o->ro = 0; return 1;
 	case KEY_REMOUNT: o->remount = 1; return 0;
+	case KEY_SUPERVISE: o->supervise = 1; return 0;
+	case KEY_RESTART: o->restart = 1; return 0;
 	case KEY_FG: o->foreground = 1; return 0;
 	case KEY_DEBUG: o->foreground = 1; return 1;
 	case KEY_SINGLE: o->single = 1; return 0;
@@ -116,6 +123,7 @@ static int remount(const char *mountpoint, int ro)
 static void usage(void)
 {
 	printf("Usage: rdmapoolfs [OPTIONS] CLUSTER_FILE MOUNTPOINT\n"
+	       "       rdmapoolfs --restart MOUNTPOINT\n"
 	       "Mount a volume of an rdmapool cluster.\n\n"
 	       "  -f                 stay in the foreground\n"
 	       "  -s                 single-threaded\n"
@@ -125,6 +133,9 @@ static void usage(void)
 	       "  -o follow=MS       read-only: look for the writer's changes this often\n"
 	       "                     (default 500: changes show within 1 s)\n"
 	       "  -o remount         with ro or rw: change a mounted volume's read-only flag\n"
+	       "  -o supervise       a supervisor keeps the mount alive: it starts a new daemon\n"
+	       "                     after a crash, or on 'rdmapoolfs --restart MOUNTPOINT'\n"
+	       "                     (an upgrade), without unmounting\n"
 	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
 	       "  -o threads=N       threads serving FUSE requests at most (default 32)\n"
 	       "  -o metrics=PATH    serve Prometheus metrics on this unix socket (default\n"
@@ -203,7 +214,7 @@ static struct rp_metrics_server *start_metrics(const struct options *o, const ch
 	}
 	const char *sock = o->metrics;
 	if (!sock) {
-		rp_metrics_mount_socket(mnt, path, sizeof(path));
+		rp_mount_socket("fs", mnt, path, sizeof(path));
 		sock = path;
 	} else if (strcmp(sock, "off") == 0) {
 		sock = NULL;
@@ -240,10 +251,74 @@ static void report(int ok, const char *msg)
 	}
 }
 
-int main(int argc, char **argv)
+/* A supervised child asked to hand over (SIGUSR1): the loop stops, the
+ * volume is flushed and its lease given back, and the mount stays. */
+static volatile sig_atomic_t handover;
+static struct fuse_session *serving;
+static pthread_t main_thread;
+
+static void on_handover(int sig)
 {
-	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct options o = { 0 };
+	handover = 1;
+	if (serving)
+		fuse_session_exit(serving);
+	/* the loop waits in the main thread: wake it if another got this */
+	if (!pthread_equal(pthread_self(), main_thread))
+		pthread_kill(main_thread, sig);
+}
+
+static void catch_handover(struct fuse_session *se)
+{
+	struct sigaction sa = { .sa_handler = on_handover }; /* no SA_RESTART: waits end */
+	sigemptyset(&sa.sa_mask);
+	serving = se;
+	main_thread = pthread_self();
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* After a daemon died, what the kernel cached may hold changes the volume
+ * never got (records it had not flushed): every inode's attributes and
+ * pages are dropped. From a thread of its own once requests are served: an
+ * invalidation can wait for a page that a request in flight holds. */
+struct inval {
+	struct fuse_session *se;
+	struct rp_fs *fs;
+};
+
+static void *invalidate_all(void *arg)
+{
+	struct inval *iv = arg;
+	uint64_t *inos;
+	size_t n;
+	if (rp_fs_inode_numbers(iv->fs, &inos, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			fuse_lowlevel_notify_inval_inode(iv->se, inos[i], 0, 0); /* unknown: ENOENT */
+		rp_info("dropped the kernel's cache of %zu inodes (the last daemon died)", n);
+		free(inos);
+	}
+	free(iv);
+	return NULL;
+}
+
+/* Started, and joined before the session and volume go. */
+static bool start_invalidation(struct fuse_session *se, struct rp_fs *fs, pthread_t *t)
+{
+	struct inval *iv = malloc(sizeof(*iv));
+	if (!iv)
+		return false;
+	*iv = (struct inval){ .se = se, .fs = fs };
+	if (pthread_create(t, NULL, invalidate_all, iv) != 0) {
+		free(iv);
+		return false;
+	}
+	return true;
+}
+
+/* Open the volume and serve it at the mountpoint, or (child) on the
+ * supervisor's /dev/fuse descriptor. Returns the exit status. */
+static int serve(struct options *o, struct fuse_args *args, const char *mnt, const char *volume,
+		 struct sup_child *child)
+{
 	struct rp_cluster *cl = NULL;
 	struct rp_poolset *ps = NULL;
 	struct rp_fs *fs = NULL;
@@ -252,8 +327,112 @@ int main(int argc, char **argv)
 	struct rp_metrics_server *metrics = NULL;
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len;
-	char err[1024], opt[512], mnt[PATH_MAX];
+	char err[1024], where[64];
+	pthread_t inval;
+	bool invalidating = false;
 	int rc = 1;
+
+	if (rp_cluster_load(o->cluster, &cl, err, sizeof(err)) < 0 ||
+	    rp_cluster_load_secret(cl, secret, &secret_len, err, sizeof(err)) < 0 ||
+	    rp_poolset_open(cl, secret, secret_len, RP_POOLSET_ALLOW_DOWN, &ps, err,
+			    sizeof(err)) < 0) {
+		report(0, err);
+		goto out;
+	}
+	struct rp_mount_opts mo = { .volume = volume, .readonly = o->ro, .commit_ms = o->commit,
+				    .follow_ms = o->follow };
+	if (child) {
+		mo.kernel_knows = child->restart;
+		mo.dead_lease = child->dead_lease;
+	}
+	if (o->ro) {
+		/* changes show within the follow interval plus the kernel's cache time */
+		unsigned ms = o->follow ? o->follow : RP_DEFAULT_FOLLOW_MS;
+		rp_fuse_attr_timeout = ms < 1000 ? ms / 1000.0 : 1.0;
+	} else {
+		/* the lease makes this mount the volume's only writer: every change
+		 * passes through this kernel, which updates or drops what it caches,
+		 * so names, attributes and pages may stay cached (the bound only
+		 * limits the harm of a bug) */
+		rp_fuse_attr_timeout = RW_CACHE_SECONDS;
+		rp_fuse_keep_cache = true;
+	}
+	if (rp_fs_mount(ps, &mo, &fs, err, sizeof(err)) < 0) {
+		report(0, err);
+		goto out;
+	}
+	rp_fuse_ops_metered(&ops);
+	se = fuse_session_new(args, &ops, sizeof(ops), fs);
+	if (!se) {
+		report(0, "bad FUSE options (see above)");
+		goto out;
+	}
+	snprintf(where, sizeof(where), "/dev/fd/%d", child ? child->fuse_fd : -1);
+	if (fuse_set_signal_handlers(se) != 0 ||
+	    fuse_session_mount(se, child ? where : o->mountpoint) != 0 ||
+	    (child && sup_child_init(child, se) < 0)) {
+		snprintf(err, sizeof(err), "cannot mount at %s", o->mountpoint);
+		report(0, err);
+		goto out;
+	}
+	if (child)
+		catch_handover(se);
+	metrics = start_metrics(o, mnt, fs);
+	rp_info("volume \"%s\" %s at %s%s", volume, child && child->restart ? "served again" : "mounted",
+		o->mountpoint, o->ro ? " read-only" : "");
+	report(1, "");
+	if (child) {
+		sup_child_tell(child, "lease %llx", (unsigned long long)rp_fs_lease_word(fs));
+		sup_child_tell(child, "ready");
+		if (child->dead_lease)
+			invalidating = start_invalidation(se, fs, &inval);
+	}
+	if (o->single)
+		rc = fuse_session_loop(se);
+	else
+		rc = serve_mt(se, o->threads ? o->threads : DEFAULT_THREADS);
+	rc = rc ? 1 : 0;
+	if (invalidating)
+		pthread_join(inval, NULL);
+	rp_metrics_stop(metrics);
+	if (handover) {
+		rc = SUP_EXIT_HANDOVER;
+		rp_info("volume \"%s\": handing %s over to a new daemon", volume, o->mountpoint);
+	} else if (!child) {
+		fuse_session_unmount(se); /* a supervised mount is its supervisor's */
+		rp_info("volume \"%s\" unmounted from %s", volume, o->mountpoint);
+	}
+out:
+	if (se) {
+		fuse_remove_signal_handlers(se);
+		fuse_session_destroy(se);
+	}
+	if (fs && rp_fs_unmount(fs) < 0 && rc != SUP_EXIT_HANDOVER)
+		rc = 1;
+	rp_poolset_close(ps);
+	rp_cluster_free(cl);
+	memset(secret, 0, sizeof(secret));
+	return rc;
+}
+
+static void free_options(struct options *o, struct fuse_args *args)
+{
+	fuse_opt_free_args(args);
+	free(o->cluster);
+	free(o->mountpoint);
+	free(o->volume);
+	free(o->loglevel);
+	free(o->logfile);
+	free(o->metrics);
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct options o = { 0 };
+	struct sup_child child;
+	char opt[512], mnt[PATH_MAX];
+	int rc;
 
 	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) < 0)
 		return 2;
@@ -265,6 +444,8 @@ int main(int argc, char **argv)
 		printf("rdmapoolfs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
 		return 0;
 	}
+	if (o.restart && o.cluster && !o.mountpoint)
+		return sup_restart_request(o.cluster); /* the one argument: the mountpoint */
 	if (!o.cluster || !o.mountpoint) {
 		fprintf(stderr, "rdmapoolfs: need CLUSTER_FILE and MOUNTPOINT (see --help)\n");
 		return 2;
@@ -287,9 +468,12 @@ int main(int argc, char **argv)
 	snprintf(opt, sizeof(opt), "-odefault_permissions,fsname=rdmapool:%s,subtype=rdmapoolfs", volume);
 	fuse_opt_add_arg(&args, opt);
 
-	if (!o.foreground)
+	bool is_child = sup_child_env(&child);
+	if (is_child)
+		ready_fd = child.ready_fd; /* set up and detached by the supervisor */
+	else if (!o.foreground)
 		detach();
-	if (!o.foreground && o.logfile) {
+	if (!o.foreground && !is_child && o.logfile) {
 		int lfd = open(o.logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (lfd >= 0) {
 			dup2(lfd, STDERR_FILENO);
@@ -298,71 +482,12 @@ int main(int argc, char **argv)
 	}
 	rp_log_init("rdmapoolfs", level, !o.foreground && !o.logfile);
 	signal(SIGPIPE, SIG_IGN);
-
-	if (rp_cluster_load(o.cluster, &cl, err, sizeof(err)) < 0 ||
-	    rp_cluster_load_secret(cl, secret, &secret_len, err, sizeof(err)) < 0 ||
-	    rp_poolset_open(cl, secret, secret_len, RP_POOLSET_ALLOW_DOWN, &ps, err,
-			    sizeof(err)) < 0) {
-		report(0, err);
-		goto out;
-	}
-	struct rp_mount_opts mo = { .volume = volume, .readonly = o.ro, .commit_ms = o.commit,
-				    .follow_ms = o.follow };
-	if (o.ro) {
-		/* changes show within the follow interval plus the kernel's cache time */
-		unsigned ms = o.follow ? o.follow : RP_DEFAULT_FOLLOW_MS;
-		rp_fuse_attr_timeout = ms < 1000 ? ms / 1000.0 : 1.0;
+	if (o.supervise && !is_child) {
+		rc = sup_run(argv, &args, mnt, ready_fd);
+		ready_fd = -1;
 	} else {
-		/* the lease makes this mount the volume's only writer: every change
-		 * passes through this kernel, which updates or drops what it caches,
-		 * so names, attributes and pages may stay cached (the bound only
-		 * limits the harm of a bug) */
-		rp_fuse_attr_timeout = RW_CACHE_SECONDS;
-		rp_fuse_keep_cache = true;
+		rc = serve(&o, &args, mnt, volume, is_child ? &child : NULL);
 	}
-	if (rp_fs_mount(ps, &mo, &fs, err, sizeof(err)) < 0) {
-		report(0, err);
-		goto out;
-	}
-	rp_fuse_ops_metered(&ops);
-	se = fuse_session_new(&args, &ops, sizeof(ops), fs);
-	if (!se) {
-		report(0, "bad FUSE options (see above)");
-		goto out;
-	}
-	if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, o.mountpoint) != 0) {
-		snprintf(err, sizeof(err), "cannot mount at %s", o.mountpoint);
-		report(0, err);
-		goto out;
-	}
-	metrics = start_metrics(&o, mnt, fs);
-	rp_info("volume \"%s\" mounted at %s%s", volume, o.mountpoint, o.ro ? " read-only" : "");
-	report(1, "");
-	if (o.single) {
-		rc = fuse_session_loop(se);
-	} else {
-		rc = serve_mt(se, o.threads ? o.threads : DEFAULT_THREADS);
-	}
-	rc = rc ? 1 : 0;
-	rp_metrics_stop(metrics);
-	fuse_session_unmount(se);
-	rp_info("volume \"%s\" unmounted from %s", volume, o.mountpoint);
-out:
-	if (se) {
-		fuse_remove_signal_handlers(se);
-		fuse_session_destroy(se);
-	}
-	if (fs && rp_fs_unmount(fs) < 0)
-		rc = 1;
-	rp_poolset_close(ps);
-	rp_cluster_free(cl);
-	memset(secret, 0, sizeof(secret));
-	fuse_opt_free_args(&args);
-	free(o.cluster);
-	free(o.mountpoint);
-	free(o.volume);
-	free(o.loglevel);
-	free(o.logfile);
-	free(o.metrics);
+	free_options(&o, &args);
 	return rc;
 }

@@ -273,7 +273,7 @@ static int socket_of(const char *target, char *out, size_t len)
 		fprintf(stderr, "rdmapool stats: %s: %s\n", target, strerror(errno));
 		return -1;
 	}
-	rp_metrics_mount_socket(real, out, len);
+	rp_mount_socket("fs", real, out, len);
 	return 0;
 }
 
