@@ -427,6 +427,9 @@ static int listen_ctl(struct sup *s)
 	    listen(s->ctl_fd, 4) < 0) {
 		rp_warn("supervisor: control socket %s: %s; 'rdmapoolfs --restart' will not reach "
 			"this mount", sa.sun_path, strerror(errno));
+		if (s->ctl_fd >= 0)
+			close(s->ctl_fd);
+		s->ctl_fd = -1;
 		return -1;
 	}
 	chmod(sa.sun_path, 0600);
