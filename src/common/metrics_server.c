@@ -163,13 +163,22 @@ static int listen_unix(struct rp_metrics_server *s, const char *path, char *err,
 
 static int listen_tcp(struct rp_metrics_server *s, int port, char *err, size_t errlen)
 {
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
-				   .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+				    .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				   .sin_addr.s_addr = htonl(INADDR_ANY) };
+	struct sockaddr *sa = (struct sockaddr *)&sa6;
+	socklen_t salen = sizeof(sa6);
 	int one = 1;
-	if ((s->tfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
+	/* every address, v6 and v4; v4 alone where the host has no IPv6 */
+	if ((s->tfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		sa = (struct sockaddr *)&sa4;
+		salen = sizeof(sa4);
+		if ((s->tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+			return -errno;
+	}
 	setsockopt(s->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->tfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s->tfd, 16) < 0) {
+	if (bind(s->tfd, sa, salen) < 0 || listen(s->tfd, 16) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "metrics port %d: %s", port, strerror(e));
 		return -e;
