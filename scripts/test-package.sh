@@ -41,8 +41,9 @@ for f in /usr/sbin/rdmapoold /usr/sbin/rdmapoolfs /usr/bin/rdmapool \
 	/usr/share/doc/rdmapool/examples/cluster.json; do
 	[ -e "$f" ] || { echo "test-package: $f is not installed" >&2; exit 1; }
 done
+dpkg-deb -c "$deb" > "$work/contents" # (grep -q on the pipe would cut dpkg-deb off)
 for m in man8/rdmapoold.8 man8/rdmapoolfs.8 man8/rdmapool.8 man5/rdmapool.json.5 man7/rdmapool.7; do
-	dpkg-deb -c "$deb" | grep -q "/usr/share/man/$m.gz\$" ||
+	grep -q "/usr/share/man/$m.gz\$" "$work/contents" ||
 		{ echo "test-package: the package lacks $m" >&2; exit 1; }
 done
 echo "programs, unit, settings, example and man pages installed"
