@@ -35,7 +35,7 @@ lintian --fail-on error --suppress-tags initial-upload-closes-no-bugs "$deb"
 echo "lintian: no errors"
 
 say "installing $(basename "$deb")"
-(cd "$work" && apt-get install -y -q "./$(basename "$deb")")
+(cd "$work" && apt-get install -y -q --reinstall "./$(basename "$deb")")
 for f in /usr/sbin/rdmapoold /usr/sbin/rdmapoolfs /usr/bin/rdmapool \
 	/lib/systemd/system/rdmapoold@.service /etc/default/rdmapool \
 	/usr/share/doc/rdmapool/examples/cluster.json; do
