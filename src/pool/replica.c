@@ -101,12 +101,14 @@ uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, 
 	return off - ps->pools[p].sb.data_off + ps->pools[m].sb.data_off;
 }
 
-/* A copy we may use now: not stale, and connected. A copy whose connection
- * dropped is not waited for here (a reconnect may take the connect
- * timeout); the owner's background check reconnects it or records it. */
+/* A copy we may read or allocate on now: not stale, not being filled by a
+ * rebuild (its blocks are written, but those not yet copied hold nothing),
+ * and connected. A copy whose connection dropped is not waited for here (a
+ * reconnect may take the connect timeout); the owner's background check
+ * reconnects it or records it. */
 static bool usable(struct rp_poolset *ps, uint32_t pool)
 {
-	return !ps->pools[pool].stale && rp_pool_connected(ps, pool);
+	return !ps->pools[pool].stale && !ps->pools[pool].filling && rp_pool_connected(ps, pool);
 }
 
 /* ---- allocation: the same free run claimed on every copy's pool ---- */
@@ -433,7 +435,7 @@ int rp_pool_read_copy(struct rp_poolset *ps, uint32_t pool, unsigned k, uint64_t
 	unsigned nm = rp_replica_members(ps, pool, m);
 	if (k >= nm)
 		return -EINVAL;
-	if (ps->pools[m[k]].stale)
+	if (ps->pools[m[k]].stale || ps->pools[m[k]].filling)
 		return -ESTALE;
 	return rp_pool_read(ps, m[k], rp_replica_offset(ps, pool, m[k], off), buf, len);
 }
@@ -444,7 +446,7 @@ int rp_pool_read_data(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *
 	unsigned nm = rp_replica_members(ps, pool, m);
 	int rc = -EIO;
 	for (unsigned k = 0; k < nm; k++) {
-		if (ps->pools[m[k]].stale && nm > 1)
+		if ((ps->pools[m[k]].stale || ps->pools[m[k]].filling) && nm > 1)
 			continue;
 		rc = rp_pool_read_copy(ps, pool, k, off, buf, len);
 		if (rc == 0)
