@@ -627,9 +627,15 @@ int data_zero_tail(struct rp_fs *fs, struct rp_inode *in, uint64_t new_size)
 	uint64_t s = in->size;
 	if (new_size <= s || s % B == 0 || !in->tail_stale)
 		return 0;
+	/* The truncate that left the tail may still be pending: until it is
+	 * durable, a crash brings back the old size, and those bytes are data
+	 * again (fsync'ed data, perhaps). Make it durable before zeroing. */
+	int rc = log_flush(fs, &fs->log);
+	if (rc < 0)
+		return rc;
 	/* to the end of the block, so that nothing stale is left past the
 	 * end whatever the new size */
-	int rc = zero_mapped(fs, in, s, (s / B + 1) * B);
+	rc = zero_mapped(fs, in, s, (s / B + 1) * B);
 	if (rc == 0)
 		in->tail_stale = false;
 	return rc;
