@@ -214,7 +214,7 @@ int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 	return home_atomic(ps, false, off, add, 0, old);
 }
 
-int home_resync(struct rp_poolset *ps, FILE *out)
+static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 {
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
 	uint8_t *area = malloc(RP_HOME_SIZE);
@@ -240,6 +240,20 @@ int home_resync(struct rp_poolset *ps, FILE *out)
 	home_forget(ps);
 	free(ep);
 	free(area);
+	return rc;
+}
+
+/* Under mirror_mu: no write of this process lands between the snapshot
+ * and the copy. Only the holder of the lease (or a process that holds it
+ * for an offline rebuild) resyncs: a copy brought back by another process
+ * would carry the top epoch while this process, which had dropped it,
+ * never writes to it again, and other processes would then read its stale
+ * words as the authority's (a live lease that looks silent). */
+int home_resync(struct rp_poolset *ps, FILE *out)
+{
+	pthread_mutex_lock(&mirror_mu);
+	int rc = home_resync_locked(ps, out);
+	pthread_mutex_unlock(&mirror_mu);
 	return rc;
 }
 

@@ -409,18 +409,19 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 	struct rp_mount_opts mo = { .volume = volume, .holder = "rdmapool rebuild", .rebuild = true,
 				    .rebuild_rate_mib = rate_mib, .progress = out,
 				    .rebuild_progress = pr };
-	int rc = home_resync(ps, out);
+	int rc = vol_find(ps, volume, &slot, &vol);
 	if (rc < 0) {
-		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));
-		return rc;
-	}
-	if ((rc = vol_find(ps, volume, &slot, &vol)) < 0) {
 		snprintf(err, errlen, rc == -ENOENT ? "no volume \"%s\"" : "reading the volume table: %s",
 			 rc == -ENOENT ? volume : strerror(-rc));
 		return rc;
 	}
+	/* a live holder resyncs the volume table's copies itself (home.c) */
 	if (lease_probe(ps, slot, vol.lease_ms ? vol.lease_ms : 1000, holder, sizeof(holder)) > 0)
 		return rebuild_by_holder(ps, slot, holder, rate_mib, out, pr, err, errlen);
+	if ((rc = home_resync(ps, out)) < 0) {
+		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));
+		return rc;
+	}
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
 	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;
@@ -607,8 +608,11 @@ void rebuild_poll(struct rp_fs *fs)
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
 	struct rebuild r = { .fs = fs, .publish = true, .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
-	int rc = 0;
 	unsigned left = 0;
+	int rc = home_resync(fs->ps, NULL);
+	if (rc < 0)
+		rp_warn("volume \"%s\": rebuild: bringing the volume table's copies in sync: %s",
+			fs->vol.name, strerror(-rc));
 	r.buf = malloc(COPY_CHUNK);
 	if (!r.buf)
 		rc = -ENOMEM;
