@@ -15,6 +15,7 @@
  * file pages stay cached across opens: set by rdmapoolfs.c per mount kind. */
 double rp_fuse_attr_timeout = 1.0;
 bool rp_fuse_keep_cache;
+struct fuse_session *rp_fuse_session;
 
 static struct rp_fs *FS(fuse_req_t req)
 {
@@ -254,16 +255,24 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	(void)fi; /* the kernel has already turned O_APPEND into the offset */
+	/* the kernel has already turned O_APPEND into the offset */
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	ssize_t n = rp_fs_write(FS(req), ino, (uint64_t)off, size, buf, false, NULL);
-	if (n < 0)
+	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
-	else
-		fuse_reply_write(req, (size_t)n);
+		return;
+	}
+	/* The kernel drops cached pages before an O_DIRECT write, and again
+	 * after it only when the write was synchronous: a buffered read that
+	 * ran while an AIO write was in flight left the old bytes cached. So
+	 * they go before the write completes (pages a read in flight is
+	 * filling are waited for, then dropped; another thread serves it). */
+	if ((fi->flags & O_DIRECT) && n > 0 && rp_fuse_session)
+		fuse_lowlevel_notify_inval_inode(rp_fuse_session, ino, off, n);
+	fuse_reply_write(req, (size_t)n);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

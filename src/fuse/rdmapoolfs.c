@@ -367,6 +367,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 		report(0, "bad FUSE options (see above)");
 		goto out;
 	}
+	rp_fuse_session = se;
 	snprintf(where, sizeof(where), "/dev/fd/%d", child ? child->fuse_fd : -1);
 	if (fuse_set_signal_handlers(se) != 0 ||
 	    fuse_session_mount(se, child ? where : o->mountpoint) != 0 ||
@@ -405,6 +406,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 out:
 	if (se) {
 		fuse_remove_signal_handlers(se);
+		rp_fuse_session = NULL;
 		fuse_session_destroy(se);
 	}
 	if (fs && rp_fs_unmount(fs) < 0 && rc != SUP_EXIT_HANDOVER)
