@@ -436,36 +436,41 @@ int main(int argc, char **argv)
 	char opt[512], mnt[PATH_MAX];
 	int rc;
 
+	rc = 2;
 	if (fuse_opt_parse(&args, &o, option_spec, opt_proc) < 0)
-		return 2;
-	if (o.help) {
-		usage();
-		return 0;
+		goto out;
+	if (o.help || o.version) {
+		if (o.help)
+			usage();
+		else
+			printf("rdmapoolfs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
+		rc = 0;
+		goto out;
 	}
-	if (o.version) {
-		printf("rdmapoolfs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
-		return 0;
+	if (o.restart && o.cluster && !o.mountpoint) {
+		rc = sup_restart_request(o.cluster); /* the one argument: the mountpoint */
+		goto out;
 	}
-	if (o.restart && o.cluster && !o.mountpoint)
-		return sup_restart_request(o.cluster); /* the one argument: the mountpoint */
 	if (!o.cluster || !o.mountpoint) {
 		fprintf(stderr, "rdmapoolfs: need CLUSTER_FILE and MOUNTPOINT (see --help)\n");
-		return 2;
+		goto out;
 	}
-	if (o.remount)
-		return remount(o.mountpoint, o.ro);
+	if (o.remount) {
+		rc = remount(o.mountpoint, o.ro);
+		goto out;
+	}
 	/* before it is mounted: resolving it later would ask ourselves */
 	if (!realpath(o.mountpoint, mnt))
 		snprintf(mnt, sizeof(mnt), "%s", o.mountpoint);
 	enum rp_log_level level = RP_LOG_INFO;
 	if (o.loglevel && rp_log_parse_level(o.loglevel, &level) < 0) {
 		fprintf(stderr, "rdmapoolfs: loglevel=%s: expected error, warn, info or debug\n", o.loglevel);
-		return 2;
+		goto out;
 	}
 	const char *volume = o.volume ? o.volume : RP_DEFAULT_VOLUME;
 	if (strlen(volume) > RP_VOLUME_NAME_MAX || strchr(volume, ',')) {
 		fprintf(stderr, "rdmapoolfs: volume=%s: not a valid volume name\n", volume);
-		return 2;
+		goto out;
 	}
 	snprintf(opt, sizeof(opt), "-odefault_permissions,fsname=rdmapool:%s,subtype=rdmapoolfs", volume);
 	fuse_opt_add_arg(&args, opt);
@@ -490,6 +495,7 @@ int main(int argc, char **argv)
 	} else {
 		rc = serve(&o, &args, mnt, volume, is_child ? &child : NULL);
 	}
+out:
 	free_options(&o, &args);
 	return rc;
 }

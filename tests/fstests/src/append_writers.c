@@ -39,6 +39,10 @@ int main(int argc, char **argv)
 	FILE *f = fopen(argv[1], "r");
 	char line[REC + 8];
 	int *next = calloc((size_t)procs, sizeof(int)), bad = 0, total = 0;
+	if (!f || !next) {
+		perror(argv[1]);
+		return 1;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		int p, i;
 		if (strlen(line) != REC || sscanf(line, "%d:%d:", &p, &i) != 2 || p < 0 || p >= procs ||
@@ -48,5 +52,7 @@ int main(int argc, char **argv)
 	}
 	printf("%d writers, %d records, %d malformed or out of order, %d writer failures\n", procs,
 	       total, bad, fails);
+	fclose(f);
+	free(next);
 	return 0;
 }

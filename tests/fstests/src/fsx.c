@@ -198,5 +198,8 @@ int main(int argc, char **argv)
 	close(fd);
 	close(mfd);
 	unlink(mirror);
+	free(buf);
+	free(mbuf);
+	free(data);
 	return 0;
 }

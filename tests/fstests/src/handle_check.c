@@ -95,5 +95,9 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
+	for (int i = 0; i < n; i++) {
+		free(h[i]);
+		free(before[i]);
+	}
 	return bad;
 }

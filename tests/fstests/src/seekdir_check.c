@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 		}
 	}
 	closedir(d);
+	free(seen);
 	fprintf(stderr, "seekdir: %d positions checked, %d of %d entries seen\n", np, seen_count, expect);
 	printf("seekdir: %s\n", bad ? "MISMATCH" : "positions stable and every entry seen once");
 	return bad ? 1 : 0;
