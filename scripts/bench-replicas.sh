@@ -28,6 +28,7 @@ cleanup() {
 trap cleanup EXIT
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$W/secret"
+chmod 600 "$W/secret"
 cat > "$W/cluster.json" <<JSON
 { "version": 1, "name": "benchrep", "transport": "${TRANSPORT:-auto}", "secret_file": "secret",
   "peers": [ { "id": 0, "host": "127.0.0.1", "port": 17491 }, { "id": 1, "host": "127.0.0.1", "port": 17492 },

@@ -41,6 +41,7 @@ mkdir -p "$W/rp" "$W/pt" "$TMPFS"
 mount -t tmpfs -o size=$((SIZE_MB * 3 + 1024))m tmpfs "$TMPFS"
 mkdir -p "$TMPFS/direct" "$TMPFS/ptsrc"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$W/secret"
+chmod 600 "$W/secret"
 cat > "$W/cluster.json" <<JSON
 { "version": 1, "name": "bench", "transport": "${TRANSPORT:-auto}", "secret_file": "secret",
   "peers": [ { "id": 0, "host": "127.0.0.1", "port": 17481 }, { "id": 1, "host": "127.0.0.1", "port": 17482 } ] }

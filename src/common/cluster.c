@@ -352,9 +352,36 @@ const struct rp_peer *rp_cluster_peer(const struct rp_cluster *c, uint32_t id)
 	return i < 0 ? NULL : &c->peers[i];
 }
 
+/* The secret file: a regular file no other user can read or change (the
+ * secret is all that stands between the network and the pools), of at
+ * most RP_SECRET_MAX bytes after its trailing newline: a longer one is
+ * refused, not cut (two files differing past the cut would agree). */
+static int secret_file_ok(const struct rp_cluster *c, int fd, char *err, size_t errlen)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int rc = -errno;
+		snprintf(err, errlen, "%s: stat: %s", c->secret_file, strerror(-rc));
+		return rc;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: secret_file named in %s is not a regular file",
+			 c->secret_file, c->path);
+		return -EINVAL;
+	}
+	if (st.st_mode & 007) {
+		snprintf(err, errlen, "%s: secret_file is %s by other users (mode %04o): chmod 600 it",
+			 c->secret_file, st.st_mode & 002 ? "writable" : "readable",
+			 (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 int rp_cluster_load_secret(const struct rp_cluster *c, uint8_t *secret, size_t *len, char *err,
 			   size_t errlen)
 {
+	uint8_t buf[RP_SECRET_MAX + 3]; /* room to see a secret that is too long */
 	int fd = open(c->secret_file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		int rc = -errno;
@@ -362,19 +389,41 @@ int rp_cluster_load_secret(const struct rp_cluster *c, uint8_t *secret, size_t *
 			 c->path, strerror(-rc));
 		return rc;
 	}
-	ssize_t n = read(fd, secret, RP_SECRET_MAX);
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "%s: read: %s", c->secret_file, strerror(errno));
-		return -EIO;
+	int rc = secret_file_ok(c, fd, err, errlen);
+	if (rc < 0) {
+		close(fd);
+		return rc;
 	}
-	while (n > 0 && (secret[n - 1] == '\n' || secret[n - 1] == '\r'))
+	ssize_t n = 0, r = 1;
+	while (rc == 0 && r > 0 && (size_t)n < sizeof(buf)) {
+		r = read(fd, buf + n, sizeof(buf) - (size_t)n);
+		if (r > 0)
+			n += r;
+		else if (r < 0 && errno != EINTR)
+			rc = -errno;
+		else if (r < 0)
+			r = 1;
+	}
+	close(fd);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: read: %s", c->secret_file, strerror(-rc));
+		return rc;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
+	if (n > RP_SECRET_MAX) {
+		snprintf(err, errlen, "%s: secret is over %d bytes, the most there may be",
+			 c->secret_file, RP_SECRET_MAX);
+		memset(buf, 0, sizeof(buf));
+		return -EINVAL;
+	}
 	if (n < RP_SECRET_MIN) {
 		snprintf(err, errlen, "%s: secret is %zd bytes, at least %d are required",
 			 c->secret_file, n, RP_SECRET_MIN);
 		return -EINVAL;
 	}
+	memcpy(secret, buf, (size_t)n);
+	memset(buf, 0, sizeof(buf));
 	*len = (size_t)n;
 	return 0;
 }

@@ -20,7 +20,20 @@ mv "$T/secret" "$T/secret.away"
 check_fails "missing secret file named" "secret: cannot open secret_file" \
 	"$RDMAPOOL" status -c "$CLUSTER"
 mv "$T/secret.away" "$T/secret"
+chmod 644 "$T/secret"
+check_fails "secret readable by other users refused" "secret: secret_file is readable by other users \\(mode 0644\\): chmod 600 it" \
+	"$RDMAPOOL" status -c "$CLUSTER"
+check_fails "rdmapoold: secret readable by other users refused" "chmod 600 it" \
+	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 8M --foreground
+chmod 600 "$T/secret"
+cp "$T/secret" "$T/secret.good"
+head -c 300 /dev/zero | tr '\0' s > "$T/secret"
+check_fails "secret over 256 bytes refused, not cut" "secret is over 256 bytes" \
+	"$RDMAPOOL" status -c "$CLUSTER"
+cp "$T/secret.good" "$T/secret"
 check_fails "rdmapoold: bad size" "--size 12Q" "$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 12Q
+check_fails "rdmapoold: size larger than memory refused, not OOM-killed" "region does not fit in memory: [0-9]+ MiB available" \
+	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 64T --foreground
 check_fails "rdmapoold: size too small for the layout" "too small" \
 	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 64K --foreground
 done_testing

@@ -44,6 +44,7 @@ perf ib_atomic_lat -n 2000 && alat=$(col 8 5)
 say "perftest over rxe: ib_read_lat 4 KiB ${lat} us (typical), ib_read_bw 1 MiB ${bw} MB/s (perftest's MB), ib_atomic_lat ${alat} us"
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$W/secret"
+chmod 600 "$W/secret"
 cat > "$W/cluster.json" <<JSON
 { "version": 1, "name": "vmbench", "transport": "rdma", "secret_file": "secret",
   "peers": [ { "id": 0, "host": "$H", "port": 17491 } ] }
