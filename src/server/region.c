@@ -18,6 +18,38 @@
 
 #define HUGE_2M (2ull << 20)
 
+/* What the kernel says it could give without swapping (MemAvailable), or 0
+ * when it does not say. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[128];
+	unsigned long long kb = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* A fresh anonymous region is pinned (mlock, then the RDMA registration):
+ * one larger than the memory there is would get the server OOM-killed
+ * while it pins, so it is refused up front. (A backing file's pages may
+ * already be resident, e.g. on tmpfs after a restart, and are not
+ * counted as available: no such check there.) */
+static int fits_in_memory(uint64_t size, char *err, size_t errlen)
+{
+	uint64_t avail = mem_available();
+	if (avail && size > avail) {
+		snprintf(err, errlen, "a %llu MiB region does not fit in memory: %llu MiB available "
+			 "(MemAvailable); give a smaller --size", (unsigned long long)(size >> 20),
+			 (unsigned long long)(avail >> 20));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int rp_region_map(struct rp_region *r, uint64_t size, const char *backing_file, char *err,
 		  size_t errlen)
 {
@@ -61,6 +93,9 @@ int rp_region_map(struct rp_region *r, uint64_t size, const char *backing_file, 
 			return rc;
 		}
 	} else {
+		int rc = fits_in_memory(size, err, errlen);
+		if (rc < 0)
+			return rc;
 		r->fresh = true;
 		r->base = MAP_FAILED;
 		if (size % HUGE_2M == 0) {
