@@ -132,6 +132,14 @@ static void check_links(struct fsck *f, struct rp_fs *fs)
 				if (!in->dir->ents[i].name)
 					continue;
 				struct rp_inode *c = itable_get(&fs->it, in->dir->ents[i].ino);
+				if (!c) { /* the log deleted the inode but not this name */
+					fprintf(f->out, "volume \"%s\": directory %llu: \"%s\" names "
+						"inode %llu, which does not exist\n", f->vol,
+						(unsigned long long)in->ino, in->dir->ents[i].name,
+						(unsigned long long)in->dir->ents[i].ino);
+					f->rep->errors++;
+					continue;
+				}
 				c->nlookup += c->dir ? 2 : 1; /* a directory also has its "." */
 				if (c->dir)
 					in->nlookup++; /* the child's ".." */

@@ -38,13 +38,15 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_mutex_init(&fs->place_mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
 	pthread_mutex_init(&fs->lease_mu, NULL);
+	/* timed waits on the monotonic clock: a step of the wall clock is
+	 * neither a lease renewal missed nor a background tick */
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&fs->lease_cv, &ca);
+	pthread_cond_init(&fs->bg_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&fs->apply, NULL);
-	pthread_cond_init(&fs->bg_cv, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
 	pthread_cond_init(&fs->bufs.cv, NULL);
 	fs->bufs.size = IO_BUF_SIZE;
@@ -134,7 +136,7 @@ static void default_holder(char *buf, size_t len)
 {
 	char host[64] = "?";
 	gethostname(host, sizeof(host) - 1);
-	snprintf(buf, len, "%s:%ld", host, (long)getpid());
+	snprintf(buf, len, "%.40s:%ld", host, (long)getpid()); /* fits a holder word */
 }
 
 /* Free every block an existing volume holds: its files' and its log's. */
@@ -281,7 +283,7 @@ static void *bg_main(void *arg)
 	pthread_mutex_lock(&fs->bg_mu);
 	while (!atomic_load(&fs->stop)) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)tick * 1000000ull;
 		ts.tv_sec += (time_t)(ns / 1000000000ull);
 		ts.tv_nsec = (long)(ns % 1000000000ull);

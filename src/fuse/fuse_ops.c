@@ -218,8 +218,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
 	int rc = rp_fs_mknod(FS(req), parent, name, S_IFREG | (mode & 07777), 0, &c, &a);
-	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags)) < 0)
+	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags)) < 0) {
+		/* the create failed as a whole: the kernel never learns of the
+		 * name, so it goes too (and the inode with its last lookup) */
+		rp_fs_unlink(FS(req), parent, name);
 		rp_fs_forget(FS(req), a.ino, 1);
+	}
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
