@@ -1,7 +1,7 @@
 #!/bin/bash
 # Install the Debian packages rdmapool builds and runs with; with --test also
-# what its tests need (fio, stress-ng, and for the Soft-RoCE VM a kernel
-# image, qemu and busybox). Skips apt when all is there, unless --force.
+# what its tests need (fio, stress-ng, clang with libFuzzer for the fuzz
+# targets, and for the Soft-RoCE VM a kernel image, qemu and busybox). Skips apt when all is there, unless --force.
 #   scripts/install-deps.sh [--force] [--test]
 set -euo pipefail
 force=0
@@ -21,7 +21,7 @@ PACKAGES=(
 	iproute2 procps psmisc attr rsync
 )
 [ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest systemd
-	linux-image-amd64 qemu-system-x86 busybox-static)
+	linux-image-amd64 qemu-system-x86 busybox-static clang libclang-rt-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

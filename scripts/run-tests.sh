@@ -1,9 +1,11 @@
 #!/bin/bash
 # Build rdmapool with warnings as errors and run the whole test suite:
 # unit and integration tests and the quick fstests (make check), the other
-# fstests groups (make check-fstests), make distcheck, the Debian package
-# built, checked with lintian, installed and used (scripts/test-package.sh),
-# and the rdma transport for real in a Soft-RoCE VM (make check-rdma).
+# fstests groups (make check-fstests, the nemesis among them), make
+# distcheck, the Debian package built, checked with lintian, installed and
+# used (scripts/test-package.sh), the rdma transport for real in a Soft-RoCE
+# VM (make check-rdma), make check again under ASan and UBSan (make
+# check-sanitizers), and each fuzz target for a minute (make check-fuzz).
 # Usage: sudo scripts/run-tests.sh   (root: the tests mount FUSE filesystems)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,17 @@ grep -E '^(# (TOTAL|PASS|FAIL|ERROR):|rdmapool-.* archives ready)' distcheck.log
 if grep -q '^check-rdma:' Makefile; then
 	make check-rdma || { status=1; failed+=(check-rdma); }
 fi
+cd ..
+
+# make check again with ASan and UBSan: any report fails it
+mkdir -p _build-asan
+(cd _build-asan && ../configure --enable-sanitizers CFLAGS="-O1 -g -Werror" > configure.log &&
+	make -j"$(nproc)" > make.log && make -j2 check-sanitizers) || { status=1; failed+=(sanitizers); }
+# each fuzz target for a minute from its corpus (clang's libFuzzer)
+mkdir -p _build-fuzz
+(cd _build-fuzz && ../configure CC=clang --enable-fuzzing CFLAGS="-O1 -g -Werror" > configure.log &&
+	make -j"$(nproc)" > make.log && make check-fuzz FUZZ_SECONDS=60) || { status=1; failed+=(fuzz); }
+cd _build
 
 # What failed, again at the very end: a long log is often read by its tail.
 if [ $status != 0 ]; then

@@ -175,6 +175,11 @@ struct rp_volplace {
 	uint32_t ring[RP_RING_MAX];
 	uint32_t stale;          /* bit i: ring[i] missed writes, not read until rebuilt */
 };
+/* One copy of the record (PLACE_COPY_LEN bytes; -ENODATA not a record,
+ * -EBADMSG one that breaks the rules), as placement.c reads them. */
+#define PLACE_COPY_LEN 128
+void place_encode(const struct rp_volplace *pl, uint8_t *b);
+int place_decode(const uint8_t *b, struct rp_volplace *pl);
 /* -ENODATA: no record (one copy). */
 int place_read(struct rp_poolset *ps, int slot, struct rp_volplace *pl);
 int place_write(struct rp_poolset *ps, int slot, struct rp_volplace *pl, bool both);
@@ -205,6 +210,10 @@ struct rp_volrec {
 /* The head_tag a record with this head gets: the log's first segment must
  * be read from the pool it was written to, not a new one under its id. */
 uint32_t vol_head_tag(const struct rp_poolset *ps, const struct rp_extent *head);
+/* One copy of a slot's record (VOLREC_LEN bytes; -EBADMSG: not one). */
+#define VOLREC_LEN 148
+void volrec_encode(const struct rp_volrec *r, uint8_t *b);
+int volrec_decode(const uint8_t *b, struct rp_volrec *r);
 int vol_find(struct rp_poolset *ps, const char *name, int *slot, struct rp_volrec *rec);
 int vol_claim(struct rp_poolset *ps, const char *name, int *slot);
 int vol_release_slot(struct rp_poolset *ps, int slot);

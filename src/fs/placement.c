@@ -21,14 +21,14 @@
 
 #define PLACE_MAGIC 0x4c505052u /* "RPPL" */
 #define PLACE_SIZE 256
-#define PLACE_COPY 128
+#define PLACE_COPY PLACE_COPY_LEN
 
 static uint64_t place_off(int slot, unsigned copy)
 {
 	return RP_HOME_OFFSET + VOL_PLACE_OFF + (uint64_t)slot * PLACE_SIZE + copy * PLACE_COPY;
 }
 
-static void encode(const struct rp_volplace *pl, uint8_t *b)
+void place_encode(const struct rp_volplace *pl, uint8_t *b)
 {
 	memset(b, 0, PLACE_COPY);
 	rp_put_le32(b, PLACE_MAGIC);
@@ -44,7 +44,7 @@ static void encode(const struct rp_volplace *pl, uint8_t *b)
 	rp_put_le32(b + 124, rp_crc32c(0, b, 124));
 }
 
-static int decode(const uint8_t *b, struct rp_volplace *pl)
+int place_decode(const uint8_t *b, struct rp_volplace *pl)
 {
 	if (rp_get_le32(b) != PLACE_MAGIC || rp_get_le32(b + 4) != 1 ||
 	    rp_get_le32(b + 124) != rp_crc32c(0, b, 124))
@@ -69,7 +69,7 @@ int place_read(struct rp_poolset *ps, int slot, struct rp_volplace *pl)
 	int rc = vol_home_read(ps, place_off(slot, 0), b, sizeof(b));
 	if (rc < 0)
 		return rc;
-	int ra = decode(b, &a), rc2 = decode(b + PLACE_COPY, &c);
+	int ra = place_decode(b, &a), rc2 = place_decode(b + PLACE_COPY, &c);
 	if (ra < 0 && rc2 < 0) {
 		memset(pl, 0, sizeof(*pl));
 		pl->replicas = 1;
@@ -83,7 +83,7 @@ int place_write(struct rp_poolset *ps, int slot, struct rp_volplace *pl, bool bo
 {
 	uint8_t b[PLACE_COPY];
 	pl->seq++;
-	encode(pl, b);
+	place_encode(pl, b);
 	int rc = vol_home_write(ps, place_off(slot, pl->seq % 2), b, sizeof(b));
 	if (rc == 0 && both)
 		rc = vol_home_write(ps, place_off(slot, (pl->seq + 1) % 2), b, sizeof(b));

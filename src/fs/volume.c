@@ -38,7 +38,7 @@
 #define OFF_HOLDER 16
 #define HOLDER_LEN 48
 #define OFF_COPY(i) (64 + (i) * 224)
-#define COPY_LEN 148
+#define COPY_LEN VOLREC_LEN
 #define OFF_FENCE 216 /* between copy A (64..212) and copy B */
 #define OFF_REBUILD 224 /* 224..248: an online rebuild request and its progress */
 #define OFF_READERS 440 /* to 504 */
@@ -48,7 +48,7 @@ static uint64_t slot_off(int slot, unsigned field)
 	return RP_HOME_OFFSET + (uint64_t)slot * SLOT_SIZE + field;
 }
 
-static void encode(const struct rp_volrec *r, uint8_t *b)
+void volrec_encode(const struct rp_volrec *r, uint8_t *b)
 {
 	memset(b, 0, COPY_LEN);
 	rp_put_le32(b, REC_MAGIC_VOL);
@@ -68,7 +68,7 @@ static void encode(const struct rp_volrec *r, uint8_t *b)
 	rp_put_le32(b + 144, rp_crc32c(0, b, 144));
 }
 
-static int decode(const uint8_t *b, struct rp_volrec *r)
+int volrec_decode(const uint8_t *b, struct rp_volrec *r)
 {
 	if (rp_get_le32(b) != REC_MAGIC_VOL || rp_get_le32(b + 4) != 1 ||
 	    rp_get_le32(b + 144) != rp_crc32c(0, b, 144))
@@ -76,6 +76,10 @@ static int decode(const uint8_t *b, struct rp_volrec *r)
 	memset(r, 0, sizeof(*r));
 	r->seq = rp_get_le64(b + 8);
 	memcpy(r->name, b + 16, RP_VOLUME_NAME_MAX);
+	/* the name ends at its first NUL: nothing after it is kept (the
+	 * record in memory is the one encode writes back) */
+	size_t nl = strnlen(r->name, RP_VOLUME_NAME_MAX);
+	memset(r->name + nl, 0, sizeof(r->name) - nl);
 	memcpy(r->uuid, b + 80, 16);
 	r->epoch = rp_get_le64(b + 96);
 	r->head.pool = rp_get_le32(b + 104);
@@ -93,7 +97,7 @@ static int decode(const uint8_t *b, struct rp_volrec *r)
 static int slot_record(const uint8_t *slot, struct rp_volrec *r)
 {
 	struct rp_volrec a, b;
-	int ra = decode(slot + OFF_COPY(0), &a), rb = decode(slot + OFF_COPY(1), &b);
+	int ra = volrec_decode(slot + OFF_COPY(0), &a), rb = volrec_decode(slot + OFF_COPY(1), &b);
 	if (ra < 0 && rb < 0)
 		return -ENODATA;
 	*r = (ra == 0 && (rb < 0 || a.seq > b.seq)) ? a : b;
@@ -187,7 +191,7 @@ int vol_write(struct rp_poolset *ps, int slot, struct rp_volrec *rec)
 	uint8_t b[COPY_LEN];
 	rec->seq++;
 	rec->head_tag = vol_head_tag(ps, &rec->head);
-	encode(rec, b);
+	volrec_encode(rec, b);
 	return vol_home_write(ps, slot_off(slot, OFF_COPY(rec->seq % 2)), b, sizeof(b));
 }
 

@@ -100,6 +100,11 @@ int main(int argc, char **argv)
 	}
 	atomic_store(&done, true);
 	pthread_join(t, NULL);
+	syscall(SYS_io_destroy, ctx);
+	close(dfd);
+	close(bfd);
+	free(w);
+	free(r);
 	printf("%d rounds, %d with a stale buffered read\n", rounds, stale);
 	return stale ? 1 : 0;
 }
