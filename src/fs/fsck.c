@@ -11,6 +11,7 @@
 
 #include <rdmapool/log.h>
 #include <rdmapool/progress.h>
+#include <rdmapool/util.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,7 +28,56 @@ struct fsck {
 	int rc;
 	struct rp_progress *pr;
 	uint64_t done, total; /* blocks checked, of those marked in the bitmaps */
+	/* --repair: every volume's lease, held (and renewed) from before the
+	 * bitmaps are read until the last free: a holder that was only silent
+	 * is fenced, not raced */
+	bool repair;
+	struct rp_lease leases[VOL_SLOTS];
+	int nleases;
 };
+
+static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
+{
+	struct fsck *f = arg;
+	char err[512];
+	struct rp_lease *l = &f->leases[f->nleases];
+	memset(l, 0, sizeof(*l));
+	int rc = lease_acquire(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000,
+			       "rdmapool fsck --repair", l, err, sizeof(err));
+	if (rc == -EBUSY) {
+		fprintf(f->out, "volume \"%s\": %s\n", vol->name, err);
+		f->live_volumes++;
+		return 0;
+	}
+	if (rc < 0) {
+		fprintf(f->out, "volume \"%s\": taking its lease: %s\n", vol->name, strerror(-rc));
+		return rc;
+	}
+	f->nleases++;
+	return 0;
+}
+
+/* Renew the leases taken once half a period has gone by; -ESTALE once one
+ * is lost (the repair must stop: someone else may use the blocks). */
+static int renew_leases(struct fsck *f)
+{
+	uint64_t now = rp_now_ms();
+	for (int i = 0; i < f->nleases; i++) {
+		struct rp_lease *l = &f->leases[i];
+		if (now - l->last_renew_ms < l->period_ms / 2)
+			continue;
+		if (lease_renew(f->ps, l) < 0)
+			return -ESTALE;
+	}
+	return 0;
+}
+
+static void release_leases(struct fsck *f)
+{
+	for (int i = 0; i < f->nleases; i++)
+		lease_release(f->ps, &f->leases[i]);
+	f->nleases = 0;
+}
 
 static bool test_set(uint64_t *bits, uint64_t b)
 {
@@ -170,9 +220,13 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 
 	if (rp_progress_stopped(f->pr))
 		return -EINTR; /* between volumes: nothing half done */
+	if (renew_leases(f) < 0)
+		return -ESTALE;
 	f->vol = vol->name;
 	f->rep->volumes++;
-	int live = lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000, holder, sizeof(holder));
+	/* --repair holds the leases (take_lease counted the live ones) */
+	int live = f->repair ? 0 : lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000,
+					      holder, sizeof(holder));
 	if (live > 0) {
 		fprintf(f->out, "volume \"%s\" is mounted read-write by %s: its newest changes may "
 			"not be in the log yet\n", vol->name, holder);
@@ -273,6 +327,12 @@ static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
 				continue;
 			if (rp_progress_stopped(f->pr))
 				return -EINTR;
+			if ((rc = renew_leases(f)) < 0) {
+				snprintf(err, errlen, "a volume's lease was lost while repairing: the "
+					 "rest is listed, not freed");
+				repair = false;
+				continue;
+			}
 			struct rp_extent e = { .pool = p, .block = s, .count = (uint32_t)(b - s) };
 			if ((rc = rp_pool_free(ps, &e)) < 0) {
 				snprintf(err, errlen, "freeing leaked blocks: %s", strerror(-rc));
@@ -290,10 +350,14 @@ static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
 int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_report *rep,
 	       struct rp_progress *pr, char *err, size_t errlen)
 {
-	struct fsck f = { .ps = ps, .out = out, .rep = rep, .pr = pr };
+	struct fsck f = { .ps = ps, .out = out, .rep = rep, .pr = pr, .repair = repair };
 	int rc = 0;
 
 	memset(rep, 0, sizeof(*rep));
+	if (repair && (rc = vol_each(ps, take_lease, &f)) < 0) {
+		snprintf(err, errlen, "taking the volumes' leases: %s", strerror(-rc));
+		goto out;
+	}
 	f.refs = calloc(ps->n, sizeof(*f.refs));
 	f.bitmap = calloc(ps->n, sizeof(*f.bitmap));
 	if (!f.refs || !f.bitmap || (rc = read_bitmaps(&f, err, errlen)) < 0) {
@@ -304,6 +368,8 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 		if (rc == -EINTR)
 			snprintf(err, errlen, "interrupted: %llu volumes checked, nothing changed",
 				 (unsigned long long)rep->volumes);
+		else if (rc == -ESTALE)
+			snprintf(err, errlen, "a volume's lease was lost while checking: nothing changed");
 		else
 			snprintf(err, errlen, "reading the volume table: %s", strerror(-rc));
 		goto out;
@@ -321,6 +387,7 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 	if (rc == 0)
 		rc = lrc;
 out:
+	release_leases(&f);
 	for (size_t i = 0; f.refs && i < ps->n; i++)
 		free(f.refs[i]);
 	for (size_t i = 0; f.bitmap && i < ps->n; i++)

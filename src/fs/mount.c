@@ -160,10 +160,39 @@ static int destroy_volume(struct rp_fs *old, char *err, size_t errlen)
 	return 0;
 }
 
+/* mkfs --force: the old volume's lease is taken first (a holder that is
+ * only silent, stopped or suspended, is fenced rather than left writing
+ * into blocks given away), then its blocks are given back. The lease is
+ * held until the new volume is written. */
+static int replace_existing(struct rp_poolset *ps, int slot, const struct rp_volrec *existing,
+			    struct rp_lease *lease, char *err, size_t errlen)
+{
+	struct rp_fs *old;
+	int rc = lease_acquire(ps, slot, existing->lease_ms ? existing->lease_ms : 1000,
+			       "rdmapool mkfs --force", lease, err, errlen);
+	if (rc < 0) {
+		if (rc != -EBUSY)
+			snprintf(err, errlen, "volume \"%s\": taking its lease: %s", existing->name,
+				 strerror(-rc));
+		return rc;
+	}
+	if ((rc = fs_new(ps, &old)) < 0)
+		return rc;
+	old->vol = *existing;
+	old->ro = true;
+	old->slot = slot;
+	rc = fs_use_placement(old, err, errlen);
+	if (rc == 0)
+		rc = destroy_volume(old, err, errlen);
+	fs_delete(old);
+	return rc;
+}
+
 int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, size_t errlen)
 {
 	const char *name = o->volume ? o->volume : RP_DEFAULT_VOLUME;
 	struct rp_fs *fs;
+	struct rp_lease lease = { 0 };
 	struct rp_volrec existing;
 	int slot = -1, rc;
 
@@ -185,26 +214,8 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 	if ((rc = fs_new(ps, &fs)) < 0)
 		return rc;
 	if (exists) {
-		/* --force: the old volume must not be in use, and gives its blocks back */
-		char holder[64];
-		int live = lease_probe(ps, slot, existing.lease_ms ? existing.lease_ms : 1000, holder,
-				       sizeof(holder));
-		if (live > 0) {
-			snprintf(err, errlen, "volume \"%s\" is mounted read-write by %s", name, holder);
-			fs_delete(fs);
-			return -EBUSY;
-		}
-		struct rp_fs *old;
-		if ((rc = fs_new(ps, &old)) == 0) {
-			old->vol = existing;
-			old->ro = true;
-			old->slot = slot;
-			rc = fs_use_placement(old, err, errlen);
-			if (rc == 0)
-				rc = destroy_volume(old, err, errlen);
-			fs_delete(old);
-		}
-		if (rc < 0) {
+		if ((rc = replace_existing(ps, slot, &existing, &lease, err, errlen)) < 0) {
+			lease_release(ps, &lease);
 			fs_delete(fs);
 			return rc;
 		}
@@ -263,9 +274,11 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 	}
 	log_discard(fs, &w, false);
 	fs_delete(fs);
+	lease_release(ps, &lease);
 	return 0;
 fail:
 	vol_release_slot(ps, slot);
+	lease_release(ps, &lease);
 	fs_delete(fs);
 	return rc;
 }
