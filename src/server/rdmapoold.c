@@ -275,14 +275,24 @@ int main(int argc, char **argv)
 	memcpy(sp.pool_uuid, sb.pool_uuid, sizeof(sp.pool_uuid));
 	/* rdma first: a pool's atomics go through one domain, so when the NIC
 	 * serves them the tcp listener only tells tcp clients why not */
-	if (self->transport != RP_TRANSPORT_TCP) {
+	bool serve_rdma = self->transport != RP_TRANSPORT_TCP;
+	if (serve_rdma && !rp_region_pinnable(&region)) {
+		/* older kernels register it, but writeback never sees what RDMA
+		 * writes into pinned page-cache pages: bytes lost on restart */
+		static const char why[] = "a shared mapping of a file on this filesystem is not "
+			"safe to register for RDMA (Linux 6.5 and later refuse it; older ones lose what "
+			"RDMA writes at writeback); put the backing file on tmpfs (/dev/shm: it survives "
+			"a restart of the daemon, not of the machine) or hugetlbfs, or serve this pool "
+			"with transport tcp";
+		if (self->transport == RP_TRANSPORT_RDMA) {
+			rp_err("%s: %s", region.path, why);
+			goto out;
+		}
+		rp_warn("rdma not served: %s: %s; serving tcp only (transport auto)", region.path, why);
+		serve_rdma = false;
+	}
+	if (serve_rdma) {
 		rc = rp_rdma_listen(&sp, &rdma, err, sizeof(err));
-		if (rc < 0 && rp_transport_rdma_available() && !rp_region_pinnable(&region))
-			rp_err("%s: a shared mapping of a file on this filesystem cannot be "
-			       "registered for RDMA on Linux 6.5 and later; put the backing file on "
-			       "tmpfs (/dev/shm: it survives a restart of the daemon, not of the "
-			       "machine) or hugetlbfs, or serve this pool with transport tcp",
-			       region.path);
 		if (rc < 0 && self->transport == RP_TRANSPORT_RDMA) {
 			rp_err("%s (the cluster file asks for transport \"rdma\")", err);
 			goto out;

@@ -33,4 +33,15 @@ check_fails "damaged superblock refused" "superblock is damaged" \
 	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 16M --backing-file "$T/damaged.img" --foreground
 check "--reformat wipes it" start_pool 0 16M --backing-file "$T/damaged.img" --reformat
 is "reformatted pool is empty" "$(blocks_used 0)" "0"
+stop_pool 0 TERM
+# rdma over a file on a disk filesystem: refused whatever the kernel (older
+# ones register it and lose what RDMA writes at writeback)
+fst=$(stat -f -c %T "$T")
+if [ "$fst" != tmpfs ] && [ "$fst" != hugetlbfs ]; then
+	sed 's/"transport": "[a-z]*"/"transport": "rdma"/' "$CLUSTER" > "$T/rdma.json"
+	check_fails "rdma over a disk-backed file refused" "not safe to register for RDMA" \
+		"$RDMAPOOLD" -c "$T/rdma.json" --id 0 --size 16M --backing-file "$B" --foreground
+else
+	ok "rdma over a disk-backed file refused # SKIP $T is on $fst, no disk filesystem here"
+fi
 done_testing
