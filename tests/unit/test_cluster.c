@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *GOOD =
@@ -144,6 +145,13 @@ int main(void)
 	size_t slen = 0;
 	ok(rp_cluster_load_secret(cl, secret, &slen, err, sizeof(err)) == -ENOENT &&
 	   strstr(err, "secret_file"), "missing secret file named: %s", err);
+	f = fopen(sec, "w");
+	fputs("0123456789abcdef0123\n", f);
+	fclose(f);
+	chmod(sec, 0644);
+	ok(rp_cluster_load_secret(cl, secret, &slen, err, sizeof(err)) == -EPERM &&
+	   strstr(err, "chmod 600"), "secret readable by others refused: %s", err);
+	chmod(sec, 0600);
 	f = fopen(sec, "w");
 	fputs("short\n", f);
 	fclose(f);
