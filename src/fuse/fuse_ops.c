@@ -2,6 +2,7 @@
  * reply. Errors from below arrive as negative errnos and go back as they are. */
 #include "config.h"
 #include "fuse_ops.h"
+#include "dio_inval.h"
 
 #include <rdmapool/fs.h>
 
@@ -15,7 +16,6 @@
  * file pages stay cached across opens: set by rdmapoolfs.c per mount kind. */
 double rp_fuse_attr_timeout = 1.0;
 bool rp_fuse_keep_cache;
-struct fuse_session *rp_fuse_session;
 
 static struct rp_fs *FS(fuse_req_t req)
 {
@@ -269,14 +269,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, (int)-n);
 		return;
 	}
-	/* The kernel drops cached pages before an O_DIRECT write, and again
-	 * after it only when the write was synchronous: a buffered read that
-	 * ran while an AIO write was in flight left the old bytes cached. So
-	 * they go before the write completes (pages a read in flight is
-	 * filling are waited for, then dropped; another thread serves it). */
-	if ((fi->flags & O_DIRECT) && n > 0 && rp_fuse_session)
-		fuse_lowlevel_notify_inval_inode(rp_fuse_session, ino, off, n);
-	fuse_reply_write(req, (size_t)n);
+	/* its cached pages go before the answer (dio_inval.c) */
+	if ((fi->flags & O_DIRECT) && n > 0)
+		rp_dio_inval_reply(req, ino, off, (size_t)n);
+	else
+		fuse_reply_write(req, (size_t)n);
 }
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -16,8 +16,5 @@ int rp_fuse_metrics(void);
  * mounts, which see the writer's changes; long and yes on the writer's. */
 extern double rp_fuse_attr_timeout;
 extern bool rp_fuse_keep_cache;
-/* The session served, for the page cache invalidations of O_DIRECT writes;
- * set by rdmapoolfs.c before the session mounts. */
-extern struct fuse_session *rp_fuse_session;
 
 #endif

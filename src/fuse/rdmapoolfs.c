@@ -1,6 +1,7 @@
 /* rdmapoolfs: mount a volume of an rdmapool cluster with FUSE. */
 #include "config.h"
 #include "fuse_ops.h"
+#include "dio_inval.h"
 #include "supervisor.h"
 
 #include <rdmapool/cluster.h>
@@ -367,7 +368,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 		report(0, "bad FUSE options (see above)");
 		goto out;
 	}
-	rp_fuse_session = se;
+	if (rp_dio_inval_start(se) < 0)
+		rp_warn("no thread for O_DIRECT page invalidations: buffered reads racing AIO "
+			"O_DIRECT writes may see old bytes");
 	snprintf(where, sizeof(where), "/dev/fd/%d", child ? child->fuse_fd : -1);
 	if (fuse_set_signal_handlers(se) != 0 ||
 	    fuse_session_mount(se, child ? where : o->mountpoint) != 0 ||
@@ -406,7 +409,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 out:
 	if (se) {
 		fuse_remove_signal_handlers(se);
-		rp_fuse_session = NULL;
+		rp_dio_inval_stop();
 		fuse_session_destroy(se);
 	}
 	if (fs && rp_fs_unmount(fs) < 0 && rc != SUP_EXIT_HANDOVER)
