@@ -31,17 +31,17 @@ int main(int argc, char **argv)
 	size_t np = ps->n;
 	uint8_t **mirror = calloc(np, sizeof(*mirror));
 	uint64_t *base = calloc(np, sizeof(*base));
-	struct rp_buf *buf;
+	struct rp_buf *buf = NULL;
 	int failures = 0, rc;
 
-	if (rp_buf_alloc(ps, 4u << 20, &buf) < 0)
-		return 1;
+	if (!mirror || !base || rp_buf_alloc(ps, 4u << 20, &buf) < 0)
+		goto fail;
 	uint8_t *b = rp_buf_data(buf);
 	for (size_t p = 0; p < np; p++) {
 		base[p] = ps->pools[p].sb.data_off + start;
 		if (base[p] + window > ps->pools[p].sb.region_size) {
 			fprintf(stderr, "io_check: pool %zu smaller than the window\n", p);
-			return 1;
+			goto fail;
 		}
 		mirror[p] = malloc(window);
 		/* start from known contents */
@@ -49,7 +49,7 @@ int main(int argc, char **argv)
 			mirror[p][i] = (uint8_t)rnd(&seed);
 		if ((rc = rp_pool_write(ps, (uint32_t)p, base[p], mirror[p], window)) < 0) {
 			fprintf(stderr, "io_check: initial write: %s\n", strerror(-rc));
-			return 1;
+			goto fail;
 		}
 	}
 	for (long r = 0; r < rounds; r++) {
@@ -68,14 +68,14 @@ int main(int argc, char **argv)
 			struct rp_io io = { .pool = p, .off = base[p] + off, .buf = buf, .len = len };
 			if ((rc = rp_poolset_rw(ps, RP_OP_WRITE, &io, 1)) < 0) {
 				fprintf(stderr, "io_check: write %u@%llu: %s\n", len, (unsigned long long)off, strerror(-rc));
-				return 1;
+				goto fail;
 			}
 			memcpy(mirror[p] + off, b, len);
 		} else {
 			struct rp_io io = { .pool = p, .off = base[p] + off, .buf = buf, .len = len };
 			if ((rc = rp_poolset_rw(ps, RP_OP_READ, &io, 1)) < 0) {
 				fprintf(stderr, "io_check: read: %s\n", strerror(-rc));
-				return 1;
+				goto fail;
 			}
 			if (memcmp(b, mirror[p] + off, len) != 0) {
 				fprintf(stderr, "io_check: MISMATCH pool %u off %llu len %u\n", p,
@@ -103,12 +103,12 @@ int main(int argc, char **argv)
 	}
 	if ((rc = rp_poolset_rw(ps, RP_OP_WRITE, ios, NB)) < 0) {
 		fprintf(stderr, "io_check: batch write: %s\n", strerror(-rc));
-		return 1;
+		goto fail;
 	}
 	memset(b, 0, used);
 	if ((rc = rp_poolset_rw(ps, RP_OP_READ, ios, NB)) < 0) {
 		fprintf(stderr, "io_check: batch read: %s\n", strerror(-rc));
-		return 1;
+		goto fail;
 	}
 	for (int i = 0; i < NB; i++)
 		if (memcmp(b + ios[i].buf_off, mirror[ios[i].pool] + (ios[i].off - base[ios[i].pool]), ios[i].len)) {
@@ -120,20 +120,27 @@ int main(int argc, char **argv)
 	for (size_t p = 0; p < np; p++) {
 		if ((rc = rp_pool_read(ps, (uint32_t)p, base[p], all, window)) < 0) {
 			fprintf(stderr, "io_check: final read: %s\n", strerror(-rc));
-			return 1;
+			free(all);
+			goto fail;
 		}
 		if (memcmp(all, mirror[p], window) != 0) {
 			fprintf(stderr, "io_check: MISMATCH in final compare of pool %zu\n", p);
 			failures++;
 		}
-		free(mirror[p]);
 	}
 	free(all);
+	printf("io_check: %ld rounds, %d mismatches\n", rounds, failures);
+out:
+	for (size_t p = 0; mirror && p < np; p++)
+		free(mirror[p]);
 	free(mirror);
 	free(base);
-	rp_buf_free(buf);
+	if (buf)
+		rp_buf_free(buf);
 	rp_poolset_close(ps);
 	rp_cluster_free(cl);
-	printf("io_check: %ld rounds, %d mismatches\n", rounds, failures);
 	return failures ? 1 : 0;
+fail:
+	failures = 1;
+	goto out;
 }
