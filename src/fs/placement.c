@@ -177,9 +177,14 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 int place_note_down(struct rp_fs *fs)
 {
 	int rc = 0;
-	for (uint32_t i = 0; i < fs->place.nring && fs->place.replicas > 1; i++) {
-		uint32_t id = fs->place.ring[i];
-		if (fs->place.stale & (1u << i))
+	/* a snapshot: writers' lost_copy changes fs->place under place_mu,
+	 * and re-checks the stale mark itself */
+	pthread_mutex_lock(&fs->place_mu);
+	struct rp_volplace pl = fs->place;
+	pthread_mutex_unlock(&fs->place_mu);
+	for (uint32_t i = 0; i < pl.nring && pl.replicas > 1; i++) {
+		uint32_t id = pl.ring[i];
+		if (pl.stale & (1u << i))
 			continue;
 		/* replaced by a new pool (seen at replay), or down now */
 		int up = fs->ps->pools[id].stale ? -ESTALE : rp_pool_ensure(fs->ps, id);
