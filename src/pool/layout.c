@@ -79,7 +79,10 @@ int rp_sb_decode(const uint8_t buf[RP_SB_SIZE], struct rp_pool_sb *sb)
 	sb->block_size = rp_get_le32(buf + SB_BLOCK);
 	memcpy(sb->pool_uuid, buf + SB_UUID, 16);
 	memcpy(sb->cluster_name, buf + SB_NAME, 63);
-	sb->cluster_name[63] = '\0';
+	/* the name ends at its first NUL; nothing after it is kept (so the
+	 * superblock in memory is the one encode writes back) */
+	size_t nl = strnlen(sb->cluster_name, 63);
+	memset(sb->cluster_name + nl, 0, sizeof(sb->cluster_name) - nl);
 	sb->peer_id = rp_get_le32(buf + SB_PEER);
 	sb->region_size = rp_get_le64(buf + SB_REGION);
 	sb->nblocks = rp_get_le64(buf + SB_NBLOCKS);
