@@ -207,14 +207,25 @@ fail:
 	return rc;
 }
 
+/* Down for good. A clean close (-ESHUTDOWN) ends with a FIN. On any error
+ * the connection is reset instead: a FIN would follow the requests still in
+ * the send queue, which the server would then execute late, after they were
+ * reported failed (over a network that was only cut off for a while); the
+ * reset drops them here and tells the server to stop. SHUT_RD first wakes
+ * the receive thread without sending anything. */
 static void mark_dead(struct tcp_conn *tc, int err)
 {
 	int expected = 0;
 	atomic_compare_exchange_strong(&tc->dead_err, &expected, err);
 	atomic_store(&tc->dead, true);
 	pthread_mutex_lock(&tc->fd_mu);
-	if (tc->fd >= 0)
+	if (tc->fd >= 0 && err == -ESHUTDOWN) {
 		shutdown(tc->fd, SHUT_RDWR);
+	} else if (tc->fd >= 0) {
+		struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+		shutdown(tc->fd, SHUT_RD);
+		connect(tc->fd, &unspec, sizeof(unspec)); /* tcp_disconnect: RST, queue purged */
+	}
 	pthread_mutex_unlock(&tc->fd_mu);
 }
 
