@@ -34,6 +34,7 @@ struct fsck {
 	bool repair;
 	struct rp_lease leases[VOL_SLOTS];
 	int nleases;
+	uint64_t seen; /* slots take_lease went through (held, or counted live) */
 };
 
 static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
@@ -42,6 +43,7 @@ static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
 	char err[512];
 	struct rp_lease *l = &f->leases[f->nleases];
 	memset(l, 0, sizeof(*l));
+	f->seen |= 1ull << slot;
 	int rc = lease_acquire(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000,
 			       "rdmapool fsck --repair", l, err, sizeof(err));
 	if (rc == -EBUSY) {
@@ -224,9 +226,13 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 		return -ESTALE;
 	f->vol = vol->name;
 	f->rep->volumes++;
-	/* --repair holds the leases (take_lease counted the live ones) */
-	int live = f->repair ? 0 : lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000,
-					      holder, sizeof(holder));
+	/* --repair holds the leases (take_lease counted the live ones); a
+	 * volume made since then is not held: it counts as live */
+	int live = f->repair ? !(f->seen >> slot & 1)
+			     : lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000, holder,
+					   sizeof(holder));
+	if (f->repair && live)
+		snprintf(holder, sizeof(holder), "a mount that began during the repair");
 	if (live > 0) {
 		fprintf(f->out, "volume \"%s\" is mounted read-write by %s: its newest changes may "
 			"not be in the log yet\n", vol->name, holder);
