@@ -589,8 +589,10 @@ static int online_pool(struct rebuild *r)
 	if (rc == 0)
 		rc = online_finish(r);
 	if (rc < 0) {
+		/* stale before filling ends: in between, a reader would take the
+		 * half-filled pool for a current copy */
+		p->stale = true;
 		p->filling = false;
-		p->stale = true; /* as before: neither read nor written */
 		rp_err("volume \"%s\": rebuilding peer %u failed: %s", fs->vol.name, r->pool,
 		       strerror(-rc));
 	} else {
@@ -604,7 +606,8 @@ static int online_pool(struct rebuild *r)
 void rebuild_poll(struct rp_fs *fs)
 {
 	uint64_t w;
-	if (fs->ro || fs->place.replicas < 2 || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
+	/* unreplicated volumes too: the request also resyncs the volume table */
+	if (fs->ro || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
 	struct rebuild r = { .fs = fs, .publish = true, .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
