@@ -338,6 +338,37 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_prog
 	return rc;
 }
 
+/* Post a request in the volume's rebuild word: 0 is none. A word left DONE
+ * or FAILED is a finished request its requester never cleared (it died, or
+ * its clearing CAS failed): taken over, or no rebuild could ever be asked
+ * again. One still ASKED is another requester's: waited for while the
+ * mount answers it. */
+static int rebuild_ask(struct rp_poolset *ps, int slot, uint64_t asked, char *err,
+		       size_t errlen)
+{
+	uint64_t w = 0, t0 = rp_now_ms();
+	for (;;) {
+		int rc = vol_rebuild_swap(ps, slot, w, asked);
+		if (rc == 0)
+			return 0;
+		if (rc == -EAGAIN)
+			rc = vol_rebuild_word(ps, slot, &w);
+		if (rc < 0) {
+			snprintf(err, errlen, "asking the mount to rebuild: %s", strerror(-rc));
+			return rc;
+		}
+		if (w == 0 || (w & 0xff) != REBUILD_ASKED)
+			continue;
+		if (rp_now_ms() - t0 > 60000) {
+			snprintf(err, errlen, "another rebuild of this volume is under way (asked "
+				 "over 60 s ago and not answered yet)");
+			return -EBUSY;
+		}
+		struct timespec ts = { 0, 500000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* The volume is mounted read-write: ask its mounter to rebuild, and follow. */
 static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder,
 			     uint32_t rate_mib, FILE *out, struct rp_progress *pr, char *err,
@@ -348,21 +379,22 @@ static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder
 		rp_random_bytes(&id, sizeof(id));
 	uint64_t asked = (uint64_t)id << 32 | (uint64_t)RP_MIN(rate_mib, 0xffffffu) << 8 | REBUILD_ASKED;
 	uint64_t w = 0, done = 0, total = 0;
+	int rc = rebuild_ask(ps, slot, asked, err, errlen);
+	if (rc < 0)
+		return rc;
 	vol_rebuild_progress(ps, slot, 0, 0);
-	if (vol_rebuild_swap(ps, slot, 0, asked) < 0) {
-		snprintf(err, errlen, "another rebuild of this volume is under way");
-		return -EBUSY;
-	}
 	if (out)
 		fprintf(out, "the volume is mounted read-write by %s: it rebuilds while serving\n",
 			holder);
 	uint64_t last_change = rp_now_ms(), last_done = UINT64_MAX;
-	int rc = 0;
 	for (;;) {
 		struct timespec ts = { 0, 500000000L };
 		nanosleep(&ts, NULL);
-		if ((rc = vol_rebuild_word(ps, slot, &w)) < 0)
-			break;
+		if ((rc = vol_rebuild_word(ps, slot, &w)) < 0) {
+			snprintf(err, errlen, "following the mount's rebuild: the volume table: %s "
+				 "('rdmapool status' shows how far it is)", strerror(-rc));
+			return rc; /* the request stays: the mount answers it */
+		}
 		if (rp_progress_stopped(pr)) {
 			snprintf(err, errlen, "stopped following: the mount goes on rebuilding "
 				 "('rdmapool status' shows how far it is)");
@@ -388,11 +420,16 @@ static int rebuild_by_holder(struct rp_poolset *ps, int slot, const char *holder
 			return -ETIMEDOUT;
 		}
 	}
-	vol_rebuild_swap(ps, slot, w, 0);
-	if (rc == 0 && (w & 0xff) != REBUILD_DONE) {
+	if ((w >> 32) == id) /* answered: cleared (else rebuild_ask takes it over later) */
+		vol_rebuild_swap(ps, slot, w, 0);
+	if ((w >> 32) != id) {
+		snprintf(err, errlen, "another 'rdmapool rebuild' took the request over before "
+			 "its answer was read ('rdmapool status' shows what is still stale)");
+		rc = -EAGAIN;
+	} else if ((w & 0xff) != REBUILD_DONE) {
 		snprintf(err, errlen, "the mounter could not rebuild every stale peer (see its log; "
 			 "'rdmapool status' shows which are still stale)");
-		rc = (w >> 32) == id ? -EAGAIN : -EIO;
+		rc = -EAGAIN;
 	}
 	if (rc == 0 && out)
 		fprintf(out, "all copies current\n");
