@@ -1,18 +1,23 @@
 /* nemesis_io: the workload and the checker of the nemesis test (fstest 062).
  *
- *   nemesis_io run DIR ID SEED SECONDS LOG   write and read-verify for SECONDS
- *   nemesis_io check DIR ID LOG              verify every block against LOG
+ *   nemesis_io run DIR ID SEED SECONDS LOG   write, truncate and read-verify
+ *   nemesis_io check DIR ID LOG              verify every sector against LOG
  *
- * Writer ID owns files DIR/nID.0 .. DIR/nID.3, each FBLOCKS blocks of 4 KiB.
+ * Writer ID owns files DIR/nID.0 .. DIR/nID.3, up to FBLOCKS blocks of 4 KiB.
  * Every 512-byte sector of every write describes itself: writer, file,
  * block, sector, version, and a checksum over it all, so a read can tell a
- * byte that was never written to that place from one that was. Before a
- * write LOG gets "T k b v" (tried), after its fsync returned "A k b v"
- * (acknowledged). A sector read back must then be valid and of a version
- * between the last acknowledged and the last tried one for its block, or
- * zero where nothing was ever acknowledged. Errors from the mount under
- * faults are allowed (counted); wrong bytes, an acknowledged write gone and
- * a call that takes longer than BOUND_S are violations (exit 1). */
+ * byte that was never written to that place from one that was. Versions
+ * count a file's operations: a block write gives its 8 sectors the next
+ * one, a truncate to a sector boundary gives it to every sector it cuts
+ * (their content is zeros from then on; extending again keeps them zero).
+ * Before an operation LOG gets "T k b v" (write) or "t k s v" (truncate to
+ * sector s), after it and its fsync returned "A k b v" or "a k s v". A
+ * sector read back must then hold a write of a version between the last
+ * acknowledged and the last tried one for that sector, or zeros where
+ * nothing was acknowledged or a cut in that range may have taken effect.
+ * Errors from the mount under faults are allowed (counted); wrong bytes, an
+ * acknowledged operation gone, a call that takes longer than BOUND_S, and a
+ * run in which nothing was acknowledged (no progress) are violations. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,14 +35,23 @@
 #define SECT 512
 #define MAGIC 0x4e454d53u /* "NEMS" */
 #define BOUND_S 60.0
+#define SPB (BLK / SECT)
+#define NSECT (FBLOCKS * SPB)
 
 struct sect_hdr {
 	uint32_t magic, writer, file, block, sector, pad;
 	uint64_t version;
 };
 
-static uint64_t tried[NFILES][FBLOCKS], acked[NFILES][FBLOCKS];
-static unsigned long n_writes, n_acked, n_reads, n_errors, n_violations;
+/* per sector: the last version tried and acknowledged, and the versions of
+ * the cuts that reached it (ascending: zeros allowed between them) */
+struct cuts {
+	uint64_t *v;
+	size_t n, cap;
+};
+static uint64_t ver[NFILES], tried[NFILES][NSECT], acked[NFILES][NSECT];
+static struct cuts cut[NFILES][NSECT];
+static unsigned long n_writes, n_truncates, n_acked, n_reads, n_errors, n_violations;
 static FILE *logf;
 
 static double now_s(void)
@@ -94,35 +108,94 @@ static void violation(const char *what, uint32_t id, uint32_t k, uint32_t b, uin
 	fflush(stdout);
 }
 
+static int cuts_push(struct cuts *c, uint64_t v)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 8;
+		uint64_t *nv = realloc(c->v, cap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		c->v = nv;
+		c->cap = cap;
+	}
+	c->v[c->n++] = v;
+	return 0;
+}
+
+/* One log entry into the model: kind T/A (block x) or t/a (cut at sector x). */
+static int apply(char kind, uint32_t k, uint32_t x, uint64_t v)
+{
+	uint32_t from = kind == 'T' || kind == 'A' ? x * SPB : x;
+	uint32_t to = kind == 'T' || kind == 'A' ? from + SPB : NSECT;
+	if (k >= NFILES || from > NSECT || to > NSECT)
+		return 0;
+	for (uint32_t s = from; s < to; s++) {
+		if ((kind == 'T' || kind == 't') && v > tried[k][s])
+			tried[k][s] = v;
+		if ((kind == 'A' || kind == 'a') && v > acked[k][s])
+			acked[k][s] = v;
+		if (kind == 't' && cuts_push(&cut[k][s], v) < 0)
+			return -1;
+	}
+	if (v > ver[k])
+		ver[k] = v;
+	return 0;
+}
+
+static void note(char kind, uint32_t k, uint32_t x, uint64_t v)
+{
+	fprintf(logf, "%c %u %u %" PRIu64 "\n", kind, k, x, v);
+	fflush(logf);
+	if (apply(kind, k, x, v) < 0) {
+		perror("nemesis_io");
+		exit(2);
+	}
+}
+
+/* zeros are a state sector s may be in: never acknowledged, or a cut
+ * between the acknowledged and the tried version */
+static bool zero_allowed(uint32_t k, uint32_t s)
+{
+	const struct cuts *c = &cut[k][s];
+	if (!acked[k][s])
+		return true;
+	for (size_t i = c->n; i-- > 0 && c->v[i] >= acked[k][s];)
+		if (c->v[i] <= tried[k][s])
+			return true;
+	return false;
+}
+
 /* One block read back: every sector valid, in place, of an allowed version. */
 static void verify_block(const uint8_t *buf, uint32_t id, uint32_t k, uint32_t b, const char *how)
 {
-	for (uint32_t i = 0; i < BLK / SECT; i++) {
-		const uint8_t *s = buf + (size_t)i * SECT;
+	for (uint32_t i = 0; i < SPB; i++) {
+		const uint8_t *p = buf + (size_t)i * SECT;
+		uint32_t s = b * SPB + i;
 		char d[200];
 		struct sect_hdr h;
-		if (all_zero(s, SECT)) {
-			if (acked[k][b]) {
+		if (all_zero(p, SECT)) {
+			if (!zero_allowed(k, s)) {
 				snprintf(d, sizeof(d), "zeros, version %" PRIu64 " was acknowledged (%s)",
-					 acked[k][b], how);
+					 acked[k][s], how);
 				violation("acknowledged write lost", id, k, b, i, d);
 			}
 			continue;
 		}
-		memcpy(&h, s, sizeof(h));
+		memcpy(&h, p, sizeof(h));
 		uint64_t c;
-		memcpy(&c, s + SECT - 8, 8);
-		if (h.magic != MAGIC || c != fnv(s, SECT - 8)) {
+		memcpy(&c, p + SECT - 8, 8);
+		if (h.magic != MAGIC || c != fnv(p, SECT - 8)) {
 			snprintf(d, sizeof(d), "bytes no write ever made (%s)", how);
 			violation("garbage", id, k, b, i, d);
 		} else if (h.writer != id || h.file != k || h.block != b || h.sector != i) {
 			snprintf(d, sizeof(d), "bytes of writer %u file %u block %u sector %u (%s)",
 				 h.writer, h.file, h.block, h.sector, how);
 			violation("misplaced", id, k, b, i, d);
-		} else if (h.version < acked[k][b] || h.version > tried[k][b]) {
+		} else if (h.version < acked[k][s] || h.version > tried[k][s]) {
 			snprintf(d, sizeof(d), "version %" PRIu64 ", allowed %" PRIu64 "..%" PRIu64 " (%s)",
-				 h.version, acked[k][b], tried[k][b], how);
-			violation(h.version < acked[k][b] ? "acknowledged write lost" : "version never written",
+				 h.version, acked[k][s], tried[k][s], how);
+			violation(h.version < acked[k][s] ? "acknowledged operation lost"
+							   : "version never written",
 				  id, k, b, i, d);
 		}
 	}
@@ -170,11 +243,10 @@ static void read_check(const char *dir, uint32_t id, uint32_t k, uint32_t b, boo
 
 static void write_one(const char *dir, uint32_t id, uint32_t k, uint32_t b, uint8_t *buf)
 {
-	uint64_t v = ++tried[k][b];
-	for (uint32_t i = 0; i < BLK / SECT; i++)
+	uint64_t v = ver[k] + 1;
+	for (uint32_t i = 0; i < SPB; i++)
 		make_sector(buf + (size_t)i * SECT, id, k, b, i, v);
-	fprintf(logf, "T %u %u %" PRIu64 "\n", k, b, v);
-	fflush(logf);
+	note('T', k, b, v);
 	n_writes++;
 	double t0 = now_s();
 	int fd = open_file(dir, id, k, false);
@@ -191,10 +263,37 @@ static void write_one(const char *dir, uint32_t id, uint32_t k, uint32_t b, uint
 		n_errors++;
 		return;
 	}
-	acked[k][b] = v;
 	n_acked++;
-	fprintf(logf, "A %u %u %" PRIu64 "\n", k, b, v);
-	fflush(logf);
+	note('A', k, b, v);
+}
+
+/* Cut file k at sector s (zeros from there on), then, half the time,
+ * extend it again past the cut: the case of issue 17's defect 2. */
+static void truncate_one(const char *dir, uint32_t id, uint32_t k, uint32_t s, uint32_t ext)
+{
+	uint64_t v = ver[k] + 1;
+	note('t', k, s, v);
+	n_truncates++;
+	double t0 = now_s();
+	int fd = open_file(dir, id, k, false);
+	if (fd < 0) {
+		n_errors++;
+		timed(t0, "open", id);
+		return;
+	}
+	bool ok = ftruncate(fd, (off_t)s * SECT) == 0;
+	if (ok && ext > s)
+		ok = ftruncate(fd, (off_t)ext * SECT) == 0;
+	ok = ok && fsync(fd) == 0;
+	timed(t0, "truncate+fsync", id);
+	if (close(fd) != 0)
+		ok = false;
+	if (!ok) {
+		n_errors++;
+		return;
+	}
+	n_acked++;
+	note('a', k, s, v);
 }
 
 static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
@@ -208,17 +307,23 @@ static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 	while (now_s() < end) {
 		r = mix(r + 1);
 		uint32_t k = (uint32_t)(r % NFILES), b = (uint32_t)((r >> 8) % FBLOCKS);
-		unsigned what = (unsigned)((r >> 20) % 10);
-		if (what < 6)
+		unsigned what = (unsigned)((r >> 20) % 20);
+		uint32_t cut_at = (uint32_t)((r >> 28) % (NSECT + 1));
+		if (what < 11)
 			write_one(dir, id, k, b, buf);
+		else if (what < 12)
+			truncate_one(dir, id, k, cut_at, (r >> 48) % 2 ? (uint32_t)NSECT : 0);
 		else
-			read_check(dir, id, k, b, what < 8, buf);
+			read_check(dir, id, k, b, what < 16, buf);
 		ops++;
 		if (n_errors && (r >> 40) % 4 == 0)
 			usleep(20000); /* under a fault: do not spin on errors */
 	}
-	printf("writer %u: %lu ops, %lu writes (%lu acknowledged), %lu reads, %lu errors, %lu violations\n",
-	       id, ops, n_writes, n_acked, n_reads, n_errors, n_violations);
+	if (!n_acked)
+		violation("no progress", id, 0, 0, 0, "nothing acknowledged in the whole run");
+	printf("writer %u: %lu ops, %lu writes and %lu truncates (%lu acknowledged), %lu reads, "
+	       "%lu errors, %lu violations\n",
+	       id, ops, n_writes, n_truncates, n_acked, n_reads, n_errors, n_violations);
 	free(buf);
 	return n_violations ? 1 : 0;
 }
@@ -233,16 +338,11 @@ static int load_log(const char *path)
 		perror(path);
 		return -1;
 	}
-	while (fscanf(f, " %c %u %u %" SCNu64, &t, &k, &b, &v) == 4) {
-		if (k >= NFILES || b >= FBLOCKS)
-			continue;
-		if (t == 'T' && v > tried[k][b])
-			tried[k][b] = v;
-		if (t == 'A' && v > acked[k][b])
-			acked[k][b] = v;
-	}
+	int rc = 0;
+	while (rc == 0 && fscanf(f, " %c %u %u %" SCNu64, &t, &k, &b, &v) == 4)
+		rc = apply(t, k, b, v);
 	fclose(f);
-	return 0;
+	return rc;
 }
 
 static int check(const char *dir, uint32_t id)
@@ -254,7 +354,7 @@ static int check(const char *dir, uint32_t id)
 		for (uint32_t k = 0; k < NFILES; k++)
 			for (uint32_t b = 0; b < FBLOCKS; b++) {
 				bool any = false;
-				for (uint32_t x = 0; x < FBLOCKS; x++)
+				for (uint32_t x = 0; x < NSECT; x++)
 					any |= tried[k][x] != 0;
 				if (!any)
 					continue;
