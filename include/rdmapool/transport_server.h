@@ -45,6 +45,11 @@ int rp_tcp_listen(const struct rp_serve_params *p, struct rp_listener **out, cha
 /* -ENODEV when no RDMA device serves the peer's address. */
 int rp_rdma_listen(const struct rp_serve_params *p, struct rp_listener **out, char *err,
 		   size_t errlen);
+/* The tcp server's request loop alone on a connected fd, the handshake
+ * taken as done with key rkey: what it runs for each client (the fuzz
+ * target feeds it arbitrary frames). Returns when the stream ends (0) or
+ * on a malformed frame or an I/O error (negative errno). */
+int rp_tcp_serve_stream(const struct rp_serve_params *p, uint32_t rkey, int fd);
 /* Stop accepting, drop every client, release everything. */
 void rp_listener_stop(struct rp_listener *l);
 

@@ -248,12 +248,22 @@ static int serve(struct client *cl)
 		rp_put_le64(resp + 16, result);
 		rp_put_le64(resp + 24, 0);
 		/* header and data in one send: one segment, one wake-up */
+		/* (base + off only for a checked request: a refused offset may
+		 * lie far outside, and forming that pointer is undefined) */
 		struct iovec iov[2] = { { .iov_base = resp, .iov_len = sizeof(resp) },
-					{ .iov_base = base + off, .iov_len = rlen } };
+					{ .iov_base = rlen ? base + off : NULL, .iov_len = rlen } };
 		rc = region_send(cl->fd, iov, rlen ? 2 : 1);
 		if (rc < 0)
 			return rc;
 	}
+}
+
+int rp_tcp_serve_stream(const struct rp_serve_params *p, uint32_t rkey, int fd)
+{
+	struct tcp_listener l = { .p = *p, .rkey = rkey, .lfd = -1 };
+	struct client cl = { .l = &l, .fd = fd, .slot = -1 };
+	snprintf(cl.who, sizeof(cl.who), "fd %d", fd);
+	return serve(&cl);
 }
 
 static void *client_main(void *arg)
