@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define RP_WIRE_VERSION 2
+#define RP_WIRE_VERSION 3
 
 /* Authentication (rdmapool(7), "Authentication"): each side proves the
  * cluster secret with an HMAC-SHA-256 over a nonce the other side chose
@@ -21,7 +21,17 @@
 #define RP_AUTH_MAGIC 0x55415052u    /* "RPAU" client -> server */
 #define RP_WELCOME_MAGIC 0x4c575052u /* "RPWL" server -> client */
 #define RP_HELLO_LEN 32   /* magic4 ver2 flags2 snonce16 rsvd8 */
-#define RP_AUTH_LEN 64    /* magic4 ver2 rsvd2 cnonce16 peer4 rsvd4 mac32 */
+#define RP_AUTH_LEN 80    /* magic4 ver2 rsvd2 cnonce16 peer4 rsvd4 session8 gen8 mac32 */
+/* What the client's MAC binds besides the nonces: peer id, and its session
+ * (one per client connection object, random) with the generation of this
+ * connect, which grows with every reconnect. The server fences a session's
+ * older connections when a newer one is accepted: none of their requests
+ * executes after the newer connection's welcome (rdmapool(7), "Fencing"). */
+#define RP_AUTH_BIND_OFF 24
+#define RP_AUTH_BIND_LEN 24
+#define RP_AUTH_SESSION_OFF 32
+#define RP_AUTH_GEN_OFF 40
+#define RP_AUTH_MAC_OFF 48
 #define RP_WELCOME_LEN 72 /* magic4 status4 size8 rkey4 rsvd4 uuid16 mac32 */
 
 /* tcp frames */

@@ -42,7 +42,11 @@ struct tcp_conn {
 	bool rx_running;
 	pthread_t rx;
 	struct rp_inflight inflight;
+	uint64_t session; /* random, for the life of this object (wire.h) */
 };
+
+/* Generations of connects, increasing across the process's sessions. */
+static _Atomic uint64_t connect_gen;
 
 static const struct rp_conn_vtbl tcp_vtbl;
 
@@ -185,8 +189,10 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 	rp_put_le16(auth + 4, RP_WIRE_VERSION);
 	memcpy(auth + 8, cnonce, RP_NONCE_LEN);
 	rp_put_le32(auth + 24, c->peer.id);
+	rp_put_le64(auth + RP_AUTH_SESSION_OFF, tc->session);
+	rp_put_le64(auth + RP_AUTH_GEN_OFF, atomic_fetch_add(&connect_gen, 1) + 1);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, cnonce,
-		    c->cluster_name, auth + 24, 4, auth + 32);
+		    c->cluster_name, auth + RP_AUTH_BIND_OFF, RP_AUTH_BIND_LEN, auth + RP_AUTH_MAC_OFF);
 	rc = rp_write_full(fd, auth, sizeof(auth));
 	if (rc == 0)
 		rc = rp_read_full(fd, welcome, sizeof(welcome));
@@ -424,6 +430,8 @@ int rp_tcp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char 
 	rp_conn_base_init(&tc->base, &tcp_vtbl, p);
 	tc->base.kind = RP_TRANSPORT_TCP;
 	tc->fd = -1;
+	while (tc->session == 0)
+		rp_random_bytes(&tc->session, sizeof(tc->session));
 	pthread_mutex_init(&tc->mu, NULL);
 	pthread_mutex_init(&tc->fd_mu, NULL);
 	rc = rp_inflight_init(&tc->inflight, TCP_INFLIGHT_GROUPS);

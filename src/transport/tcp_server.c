@@ -39,15 +39,93 @@ struct tcp_listener {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	int clients[MAX_CLIENTS]; /* fds, -1 when free */
+	struct client *cls[MAX_CLIENTS]; /* the same slots' clients, once authenticated */
+	struct session *sessions[MAX_CLIENTS];
 	int nclients;
+};
+
+/* A client connection object's connects (wire.h): the newest generation is
+ * the only one whose requests execute. A newer connect takes the lock for
+ * writing, so the requests of older ones in flight finish before it is
+ * welcomed and none starts after. */
+struct session {
+	uint64_t id, gen;
+	pthread_rwlock_t lock; /* each request holds it for reading */
+	int refs;              /* connections (under the listener's mu) */
 };
 
 struct client {
 	struct tcp_listener *l;
 	int fd;
 	int slot;
+	struct session *sess; /* NULL: unfenced (rp_tcp_serve_stream) */
+	uint64_t gen;
 	char who[80];
 };
+
+/* Join the session (made on its first connect) as generation gen: older
+ * connections are shut down, which wakes any blocked in a read, and waited
+ * for. -ESTALE for a connect older than one already accepted. */
+static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t id, uint64_t gen)
+{
+	struct session *s = NULL;
+	int free_slot = -1;
+	pthread_mutex_lock(&l->mu);
+	for (int i = 0; i < MAX_CLIENTS && !s; i++) {
+		if (l->sessions[i] && l->sessions[i]->id == id)
+			s = l->sessions[i];
+		else if (!l->sessions[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (!s && free_slot >= 0 && (s = calloc(1, sizeof(*s)))) {
+		s->id = id;
+		pthread_rwlock_init(&s->lock, NULL);
+		l->sessions[free_slot] = s;
+	}
+	if (!s) {
+		pthread_mutex_unlock(&l->mu);
+		return -ENOMEM;
+	}
+	s->refs++;
+	cl->sess = s;
+	cl->gen = gen;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (l->cls[i] && l->cls[i]->sess == s && l->cls[i]->gen < gen)
+			shutdown(l->cls[i]->fd, SHUT_RDWR);
+	l->cls[cl->slot] = cl;
+	pthread_mutex_unlock(&l->mu);
+	pthread_rwlock_wrlock(&s->lock);
+	int32_t st = gen > s->gen ? 0 : -ESTALE;
+	if (st == 0)
+		s->gen = gen;
+	pthread_rwlock_unlock(&s->lock);
+	return st;
+}
+
+/* Has a newer connect of the client fenced this connection? */
+static bool superseded(struct client *cl)
+{
+	if (!cl->sess)
+		return false;
+	pthread_rwlock_rdlock(&cl->sess->lock);
+	bool old = cl->sess->gen != cl->gen;
+	pthread_rwlock_unlock(&cl->sess->lock);
+	return old;
+}
+
+/* Called with the listener's mu held. */
+static void session_leave(struct tcp_listener *l, struct client *cl)
+{
+	struct session *s = cl->sess;
+	l->cls[cl->slot] = NULL;
+	if (!s || --s->refs > 0)
+		return;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (l->sessions[i] == s)
+			l->sessions[i] = NULL;
+	pthread_rwlock_destroy(&s->lock);
+	free(s);
+}
 
 static void describe(const struct sockaddr_storage *ss, char *buf, size_t len)
 {
@@ -77,6 +155,8 @@ static int handshake(struct client *cl)
 	}
 	int32_t status = 0;
 	uint32_t peer = rp_get_le32(auth + 24);
+	uint64_t session = rp_get_le64(auth + RP_AUTH_SESSION_OFF);
+	uint64_t gen = rp_get_le64(auth + RP_AUTH_GEN_OFF);
 	if (rp_get_le32(auth) != RP_AUTH_MAGIC) {
 		rp_warn("client %s: not an rdmapool client (bad magic)", cl->who);
 		status = -EPROTO;
@@ -85,11 +165,9 @@ static int handshake(struct client *cl)
 			rp_get_le16(auth + 4), RP_WIRE_VERSION);
 		status = -EPROTO;
 	} else {
-		uint8_t bind[4];
-		rp_put_le32(bind, peer);
 		rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, auth + 8,
-			    l->p.cluster_name, bind, sizeof(bind), mac);
-		if (rp_ct_memcmp(mac, auth + 32, RP_SHA256_LEN)) {
+			    l->p.cluster_name, auth + RP_AUTH_BIND_OFF, RP_AUTH_BIND_LEN, mac);
+		if (rp_ct_memcmp(mac, auth + RP_AUTH_MAC_OFF, RP_SHA256_LEN)) {
 			rp_warn("client %s: refused: authentication failed (wrong cluster secret or name)",
 				cl->who);
 			status = -EACCES;
@@ -101,6 +179,9 @@ static int handshake(struct client *cl)
 			rp_warn("client %s: refused: this pool serves rdma, whose atomics tcp's "
 				"cannot join", cl->who);
 			status = -EXDEV;
+		} else if ((status = session_join(l, cl, session, gen)) == -ESTALE) {
+			rp_warn("client %s: refused: a newer connect of the same client was "
+				"accepted already", cl->who);
 		}
 	}
 	rp_put_le32(welcome, RP_WELCOME_MAGIC);
@@ -224,6 +305,14 @@ static int serve(struct client *cl)
 		} else {
 			atomic_fetch_add(&l->p.stats->tcp_refused_ops, 1);
 		}
+		/* fenced: a newer connect of this client was accepted, and it
+		 * counts on nothing of this one landing after its welcome */
+		if (cl->sess)
+			pthread_rwlock_rdlock(&cl->sess->lock);
+		if (cl->sess && cl->sess->gen != cl->gen) {
+			pthread_rwlock_unlock(&cl->sess->lock);
+			return -ESTALE;
+		}
 		switch (status == 0 ? opc : 0) {
 		case RP_OP_WRITE:
 			rc = region_recv(cl->fd, base + off, len);
@@ -239,6 +328,8 @@ static int serve(struct client *cl)
 			if (opc == RP_OP_WRITE)
 				rc = rp_discard_full(cl->fd, len);
 		}
+		if (cl->sess)
+			pthread_rwlock_unlock(&cl->sess->lock);
 		if (rc < 0)
 			return rc;
 		uint32_t rlen = (opc == RP_OP_READ && status == 0) ? len : 0;
@@ -277,12 +368,16 @@ static void *client_main(void *arg)
 		atomic_fetch_add(&l->p.stats->connections, 1);
 		rc = serve(cl);
 		atomic_fetch_sub(&l->p.stats->connections, 1);
-		if (rc < 0 && !atomic_load(&l->stopping))
+		if (rc == -ESTALE || superseded(cl))
+			rp_info("client %s: superseded by its newer connection: closed, the "
+				"requests it still had queued dropped", cl->who);
+		else if (rc < 0 && !atomic_load(&l->stopping))
 			rp_warn("client %s: connection lost: %s", cl->who, strerror(-rc));
 		else
 			rp_info("client %s disconnected", cl->who);
 	}
 	pthread_mutex_lock(&l->mu);
+	session_leave(l, cl);
 	close(cl->fd);
 	l->clients[cl->slot] = -1;
 	if (--l->nclients == 0)

@@ -45,8 +45,10 @@ static int32_t attempt(const struct rp_peer *p, uint8_t *auth, bool fresh, const
 		rp_put_le16(auth + 4, RP_WIRE_VERSION);
 		rp_random_bytes(auth + 8, RP_NONCE_LEN);
 		rp_put_le32(auth + 24, p->id);
+		rp_random_bytes(auth + RP_AUTH_SESSION_OFF, 8);
+		rp_put_le64(auth + RP_AUTH_GEN_OFF, 1);
 		rp_auth_mac(secret, slen, RP_AUTH_LABEL_CLIENT, hello + 8, auth + 8, cluster,
-			    auth + 24, 4, auth + 32);
+			    auth + RP_AUTH_BIND_OFF, RP_AUTH_BIND_LEN, auth + RP_AUTH_MAC_OFF);
 	}
 	int32_t status = 1;
 	if (rp_write_full(fd, auth, RP_AUTH_LEN) == 0 &&
