@@ -343,7 +343,10 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 		a->mode |= S_ISGID;
 	a->nlink = S_ISDIR(mode) ? 2 : 1;
 	a->rdev = rdev;
-	a->gen = 1;
+	/* the writer epoch: numbers a crashed writer handed out and its log
+	 * lost come again, and the kernel must tell the new file from the
+	 * one it may still hold open (rdmapoolfs(8), restart) */
+	a->gen = fs->lease.epoch ? fs->lease.epoch : 1;
 	a->atime = a->mtime = a->ctime = now;
 	if (target) {
 		struct rp_rec *s = txn_add(&t, REC_SYMLINK);
