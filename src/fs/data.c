@@ -573,6 +573,8 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 		done += chunk;
 	}
 	bufpool_put(fs, b);
+	if (rc < 0 && fs->ps->place.replicas > 1)
+		diverged_note(fs, ino, off, len); /* it may have reached some copies only */
 	if (rc < 0)
 		goto out;
 	pthread_mutex_lock(&fs->mu);

@@ -402,6 +402,9 @@ struct rp_fs {
 	uint32_t log_segments_at_ckpt;
 	struct rp_bufpool bufs;
 	struct rp_buf *zero;     /* registered zeros for filling new blocks */
+	pthread_mutex_t div_mu;        /* guards div (diverged.c) */
+	struct rp_diverged *div;       /* file ranges whose copies may differ */
+	size_t ndiv, capdiv;
 	pthread_mutex_t prealloc_mu;
 	struct rp_extent *prealloc; /* by peer id: blocks claimed ahead (prealloc.c) */
 	pthread_t bg;
@@ -519,11 +522,30 @@ void space_wait(struct rp_fs *fs, uint64_t want);
  * may have reached some copies only: make every current copy the same as
  * the first (fs->mu held, before serving). */
 int copies_resync(struct rp_fs *fs);
+/* One extent: the first current copy onto the other current ones; buf
+ * holds COPY_CHUNK bytes. A copy that cannot be written is recorded stale
+ * (or, when it cannot be, the error is returned). */
+#define COPY_CHUNK (1u << 20)
+int copies_resync_extent(struct rp_fs *fs, const struct rp_extent *e, void *buf);
 /* Fill the stale pools that answer (a rebuild's mount, after replay). */
 int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_progress *pr,
 		  char *err, size_t errlen);
 /* The read-write mount's background thread: act on a rebuild request. */
 void rebuild_poll(struct rp_fs *fs);
+
+/* diverged.c: a write to a replicated file that failed may have reached
+ * some copies and not others that could not be marked stale (the last
+ * current copy of other blocks): the range is noted, and the background
+ * thread makes its copies the same once they answer, under the file's I/O
+ * lock. */
+struct rp_diverged {
+	uint64_t ino, off, len;
+};
+void diverged_init(struct rp_fs *fs);
+void diverged_fini(struct rp_fs *fs);
+void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len);
+/* Without fs->mu. Returns how many ranges are still to do. */
+size_t diverged_resync(struct rp_fs *fs);
 
 /* mount.c */
 int fs_new(struct rp_poolset *ps, struct rp_fs **out);

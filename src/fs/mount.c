@@ -54,6 +54,8 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	int rc = fs->bufs.free ? rp_buf_alloc(ps, ZERO_BUF_SIZE, &fs->zero) : -ENOMEM;
 	if (rc == 0 && (rc = prealloc_init(fs)) < 0)
 		rp_buf_free(fs->zero);
+	if (rc == 0)
+		diverged_init(fs);
 	if (rc < 0) {
 		free(fs->bufs.free);
 		free(fs);
@@ -78,6 +80,7 @@ void fs_delete(struct rp_fs *fs)
 	free(fs->bufs.free);
 	rp_buf_free(fs->zero);
 	prealloc_fini(fs);
+	diverged_fini(fs);
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->place_mu);
 	pthread_mutex_destroy(&fs->bg_mu);
@@ -313,6 +316,7 @@ static void *bg_main(void *arg)
 		uint64_t now = rp_now_ms();
 		place_note_down(fs); /* a copy that went away: degraded from now on */
 		rebuild_poll(fs);    /* 'rdmapool rebuild' asked us to fill stale copies */
+		diverged_resync(fs); /* copies a failed write left different */
 		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {
@@ -553,6 +557,11 @@ int rp_fs_unmount(struct rp_fs *fs)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
 				fs->vol.name);
 		pthread_mutex_unlock(&fs->lease_mu);
+		size_t left = diverged_resync(fs);
+		if (left)
+			rp_warn("volume \"%s\": %zu range(s) of files whose writes failed may still "
+				"differ between copies (a peer is down); 'rdmapool fsck' names them",
+				fs->vol.name, left);
 		pthread_mutex_lock(&fs->mu);
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#define COPY_CHUNK (1u << 20)
 
 struct rebuild {
 	struct rp_fs *fs;
@@ -269,6 +268,12 @@ static int resync_extent(struct rebuild *r, const struct rp_extent *e)
 		r->done += n / sb->block_size;
 	}
 	return 0;
+}
+
+int copies_resync_extent(struct rp_fs *fs, const struct rp_extent *e, void *buf)
+{
+	struct rebuild r = { .fs = fs, .buf = buf };
+	return resync_extent(&r, e);
 }
 
 int copies_resync(struct rp_fs *fs)

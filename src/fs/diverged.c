@@ -1,0 +1,126 @@
+/* Copies a failed write may have left different. A write to a replicated
+ * file reaches every current copy; when one fails and cannot be marked
+ * stale (it holds the last current copy of other blocks, so marking it
+ * would lose them), the write fails with EIO, and the copies it did reach
+ * hold its bytes while that one holds the old ones. Nothing else would
+ * ever make them the same again: a read could return either version, and
+ * fsck finds current copies that differ. So the file range is noted here,
+ * and the background thread makes its copies the same (the first current
+ * copy onto the others) once they answer, holding the file's I/O lock so
+ * that no write to the range interleaves. A crash loses the notes; the
+ * next writer then resyncs every copy anyway (copies_resync). */
+#include "config.h"
+#include "fs_impl.h"
+
+#include <rdmapool/log.h>
+#include <rdmapool/util.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void diverged_init(struct rp_fs *fs)
+{
+	pthread_mutex_init(&fs->div_mu, NULL);
+}
+
+void diverged_fini(struct rp_fs *fs)
+{
+	free(fs->div);
+	fs->div = NULL;
+	fs->ndiv = fs->capdiv = 0;
+	pthread_mutex_destroy(&fs->div_mu);
+}
+
+void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
+{
+	pthread_mutex_lock(&fs->div_mu);
+	if (fs->ndiv == fs->capdiv) {
+		size_t cap = fs->capdiv ? fs->capdiv * 2 : 16;
+		struct rp_diverged *v = realloc(fs->div, cap * sizeof(*v));
+		if (!v) {
+			pthread_mutex_unlock(&fs->div_mu);
+			rp_err("volume \"%s\": no memory to note that the copies of inode %llu may "
+			       "differ: 'rdmapool fsck' finds them", fs->vol.name,
+			       (unsigned long long)ino);
+			return;
+		}
+		fs->div = v;
+		fs->capdiv = cap;
+	}
+	fs->div[fs->ndiv++] = (struct rp_diverged){ .ino = ino, .off = off, .len = len };
+	pthread_mutex_unlock(&fs->div_mu);
+}
+
+/* The extents of the file's map that cover [off, off + len), fs->mu held. */
+static int range_extents(struct rp_fs *fs, const struct rp_inode *in, uint64_t off,
+			 uint64_t len, struct rp_extvec *out)
+{
+	const uint64_t B = fs->block_size;
+	uint64_t first = off / B, end = (off + len + B - 1) / B;
+	int rc = 0;
+	for (size_t i = emap_find(&in->map, first); i < in->map.n && rc == 0; i++) {
+		const struct rp_fext *x = &in->map.v[i];
+		if (x->fblock >= end)
+			break;
+		uint64_t s = RP_MAX(x->fblock, first), e = RP_MIN(x->fblock + x->count, end);
+		if (s < e)
+			rc = extvec_push(out, &(struct rp_extent){
+				.pool = x->pool, .block = x->pblock + (s - x->fblock),
+				.count = (uint32_t)(e - s) });
+	}
+	return rc;
+}
+
+/* One noted range: 0 done (or its file is gone), else to try again. */
+static int resync_range(struct rp_fs *fs, const struct rp_diverged *d, void *buf)
+{
+	pthread_mutex_lock(&fs->mu);
+	struct rp_inode *in = itable_get(&fs->it, d->ino);
+	if (!in || !S_ISREG(in->mode)) {
+		pthread_mutex_unlock(&fs->mu);
+		return 0; /* its blocks went back, and a new owner writes them whole */
+	}
+	in->nopen++; /* not freed meanwhile */
+	pthread_mutex_unlock(&fs->mu);
+	pthread_rwlock_wrlock(&in->io);
+	struct rp_extvec ext = { 0 };
+	pthread_mutex_lock(&fs->mu);
+	int rc = range_extents(fs, in, d->off, d->len, &ext);
+	pthread_mutex_unlock(&fs->mu);
+	for (size_t i = 0; i < ext.n && rc == 0; i++)
+		if ((rc = lease_guard(fs)) == 0)
+			rc = copies_resync_extent(fs, &ext.v[i], buf);
+	pthread_rwlock_unlock(&in->io);
+	extvec_free(&ext);
+	pthread_mutex_lock(&fs->mu);
+	in->nopen--;
+	fs_maybe_purge(fs, in);
+	pthread_mutex_unlock(&fs->mu);
+	return rc;
+}
+
+size_t diverged_resync(struct rp_fs *fs)
+{
+	pthread_mutex_lock(&fs->div_mu);
+	struct rp_diverged *v = fs->div;
+	size_t n = fs->ndiv, fixed = 0;
+	fs->div = NULL;
+	fs->ndiv = fs->capdiv = 0;
+	pthread_mutex_unlock(&fs->div_mu);
+	if (n == 0)
+		return 0;
+	void *buf = malloc(COPY_CHUNK);
+	for (size_t i = 0; i < n; i++) {
+		if (buf && resync_range(fs, &v[i], buf) == 0)
+			fixed++;
+		else
+			diverged_note(fs, v[i].ino, v[i].off, v[i].len); /* next tick */
+	}
+	free(buf);
+	free(v);
+	if (fixed)
+		rp_info("volume \"%s\": the copies of %zu range(s) that failed writes left "
+			"different are the same again", fs->vol.name, fixed);
+	return n - fixed;
+}
