@@ -12,6 +12,9 @@
 
 /* Monotonic clock in milliseconds / nanoseconds. */
 uint64_t rp_now_ms(void);
+/* CLOCK_BOOTTIME: counts a suspend too, unlike rp_now_ms. For lease ages:
+ * a machine back from a suspend must see its lease as old as it is. */
+uint64_t rp_boot_ms(void);
 uint64_t rp_now_ns(void);
 /* Wall clock in nanoseconds since the epoch. */
 uint64_t rp_wall_ns(void);

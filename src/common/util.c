@@ -24,6 +24,13 @@ uint64_t rp_now_ms(void)
 	return rp_now_ns() / 1000000ull;
 }
 
+uint64_t rp_boot_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
 uint64_t rp_wall_ns(void)
 {
 	struct timespec ts;

@@ -85,7 +85,7 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 static int follow_renew(struct rp_fs *fs, bool *reload)
 {
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
-	if (rp_now_ms() - fs->reader.last_renew_ms < period / 2)
+	if (rp_boot_ms() - fs->reader.last_renew_ms < period / 2)
 		return 0;
 	int rc = reader_renew(fs->ps, &fs->reader);
 	if (rc != -ESTALE)
@@ -131,5 +131,5 @@ bool follow_fresh(struct rp_fs *fs)
 	 * may expire us, for reads already under way to finish */
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
 	return !atomic_load(&fs->reader_stale) &&
-	       rp_now_ms() - fs->reader.last_renew_ms < 2ull * period;
+	       rp_boot_ms() - fs->reader.last_renew_ms < 2ull * period;
 }

@@ -226,7 +226,7 @@ struct rp_lease {
 	uint64_t word;           /* our current lease word */
 	uint64_t epoch;          /* our writer epoch: the fence word while we hold it */
 	uint32_t period_ms;
-	uint64_t last_renew_ms;  /* when the last renewal that landed was sent */
+	uint64_t last_renew_ms;  /* when the last renewal that landed was sent (rp_boot_ms) */
 	bool took_over;          /* from a holder that stopped without unmounting */
 	uint64_t dead;           /* in: a word of a holder known dead: its id is taken over at once */
 };

@@ -63,7 +63,7 @@ static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
  * is lost (the repair must stop: someone else may use the blocks). */
 static int renew_leases(struct fsck *f)
 {
-	uint64_t now = rp_now_ms();
+	uint64_t now = rp_boot_ms();
 	for (int i = 0; i < f->nleases; i++) {
 		struct rp_lease *l = &f->leases[i];
 		if (now - l->last_renew_ms < l->period_ms / 2)

@@ -113,7 +113,7 @@ int lease_guard(struct rp_fs *fs)
 		return 0; /* no lease to keep: making a volume */
 	if (atomic_load(&fs->lease_lost))
 		return -EIO;
-	if (rp_now_ms() < atomic_load(&fs->lease_fresh_until))
+	if (rp_boot_ms() < atomic_load(&fs->lease_fresh_until))
 		return 0;
 	/* old: have it renewed now and wait to see. Long enough for the renewal
 	 * to finish on a busy machine (its CAS and the home copies' mirror
@@ -126,10 +126,10 @@ int lease_guard(struct rp_fs *fs)
 	fs->lease_kick = true;
 	pthread_cond_broadcast(&fs->lease_cv);
 	while (!atomic_load(&fs->lease_lost) &&
-	       rp_now_ms() >= atomic_load(&fs->lease_fresh_until) && rp_now_ms() < deadline)
+	       rp_boot_ms() >= atomic_load(&fs->lease_fresh_until) && rp_now_ms() < deadline)
 		wait_until(fs, deadline - rp_now_ms());
 	pthread_mutex_unlock(&fs->lease_mu);
-	return rp_now_ms() < atomic_load(&fs->lease_fresh_until) ? 0 : -EIO;
+	return rp_boot_ms() < atomic_load(&fs->lease_fresh_until) ? 0 : -EIO;
 }
 
 int lease_fence(struct rp_fs *fs)

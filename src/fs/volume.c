@@ -304,7 +304,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 				rp_warn("taking over the lease of %s, silent for %u ms", who,
 					period_ms * LEASE_EXPIRY_PERIODS);
 		}
-		sent = rp_now_ms();
+		sent = rp_boot_ms();
 		if ((rc = home_cas(ps, slot_off(slot, OFF_LEASE), v, mine, &old)) < 0)
 			return rc;
 		if (old == v)
@@ -369,7 +369,7 @@ int lease_renew(struct rp_poolset *ps, struct rp_lease *l)
 	uint64_t ctr = l->word & LEASE_COUNTER;
 	uint64_t next = (l->word & ~LEASE_COUNTER) | (ctr == LEASE_COUNTER ? 1 : ctr + 1);
 	/* the time before the swap is sent: the lease runs from no later */
-	uint64_t sent = rp_now_ms();
+	uint64_t sent = rp_boot_ms();
 	int rc = lease_swap(ps, l, next);
 	if (rc == 0)
 		l->last_renew_ms = sent;
@@ -478,7 +478,7 @@ int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 		rd->slot = slot;
 		rd->index = r;
 		rd->hb = hb;
-		rd->last_renew_ms = rp_now_ms();
+		rd->last_renew_ms = rp_boot_ms();
 		return 0;
 	}
 	return -EUSERS;
@@ -494,7 +494,7 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 	if (old != rd->hb)
 		return -ESTALE; /* expired by the writer */
 	rd->hb = next;
-	rd->last_renew_ms = rp_now_ms();
+	rd->last_renew_ms = rp_boot_ms();
 	return 0;
 }
 
