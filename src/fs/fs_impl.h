@@ -415,6 +415,9 @@ struct rp_fs {
 	uint64_t alloc_counter;
 	/* space.c: free blocks in the pools (an estimate between refreshes) */
 	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
+	/* when a file with blocks lost its last name while the kernel still
+	 * held it: its blocks go back at the forget a moment later (space.c) */
+	_Atomic uint64_t unlinked_held_ms;
 	_Atomic size_t log_segments; /* of the current log, for the reserve */
 	uint64_t ckpt_retry_ms;      /* no background checkpoint before this */
 	/* read-write: blocks released by durable records, waiting for the

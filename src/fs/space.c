@@ -22,6 +22,7 @@
 #define SETTLE_MIN_ATTEMPTS 3
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
+#define SETTLE_FORGET_MS 1000 /* how recent an unlink of a held file is waited for */
 
 /* Replicated: an extent needs the same block number free on replicas
  * consecutive ring pools, so size and free space are counted per block
@@ -140,7 +141,10 @@ int space_check_locked(struct rp_fs *fs, uint64_t want)
  * (blocks of deleted files are freed once their records are durable) and,
  * if nothing was waiting to be freed, sleep a little, since the kernel
  * forgets an unlinked inode only a moment after unlink returns. Call
- * without fs->mu. Returns false when it is time to give up. */
+ * without fs->mu. Returns false when it is time to give up: at once when
+ * nothing is on its way back (no deferred frees, no held blocks, no recent
+ * unlink of a file the kernel still held), so a full volume answers ENOSPC
+ * as fast as tmpfs does. */
 bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms)
 {
 	pthread_mutex_lock(&fs->mu);
@@ -148,7 +152,11 @@ bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms)
 	log_flush(fs, &fs->log);
 	bool held = fs->held.n > 0;
 	pthread_mutex_unlock(&fs->mu);
-	uint64_t waited = rp_now_ms() - start_ms;
+	uint64_t now = rp_now_ms(), waited = now - start_ms;
+	uint64_t unlinked = atomic_load(&fs->unlinked_held_ms);
+	bool forget_due = unlinked && now - unlinked < SETTLE_FORGET_MS;
+	if (!freeing && !held && !forget_due)
+		return false;
 	if (attempt >= SETTLE_MIN_ATTEMPTS && waited >= SETTLE_MIN_MS &&
 	    !(held && waited < SETTLE_HELD_MS))
 		return false;
