@@ -167,6 +167,8 @@ void rp_poolset_close(struct rp_poolset *ps)
 	free(ps);
 }
 
+/* after a reconnect that failed, not again so soon: a dead peer would
+ * otherwise cost every operation a connect timeout */
 #define REVIVE_BACKOFF_MS 500
 
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
@@ -212,8 +214,10 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		p->error = rc = -ESTALE;
 		goto out;
 	}
-	if (rc == 0)
-		p->span_n = 0; /* read the bitmap afresh */
+	if (rc == 0) {
+		p->span_n = 0;         /* read the bitmap afresh */
+		p->last_revive_ms = 0; /* the backoff is for a peer that failed to answer */
+	}
 	if (rc == 0)
 		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,
 			p->peer.port, rp_transport_name(rp_conn_kind(p->conn)));
