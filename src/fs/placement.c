@@ -143,10 +143,15 @@ static bool last_copy(const struct rp_volplace *pl, int i)
 static int lost_copy(void *arg, uint32_t pool, int err)
 {
 	struct rp_fs *fs = arg;
-	int i = place_ring_index(&fs->place, pool), rc = 0;
-	if (i < 0 || fs->ro || fs->place.replicas < 2)
-		return fs->ro ? 0 : err;
+	if (fs->ro)
+		return 0;
+	/* fs->place is read under place_mu too: other writers replace it */
 	pthread_mutex_lock(&fs->place_mu);
+	int i = place_ring_index(&fs->place, pool), rc = 0;
+	if (i < 0 || fs->place.replicas < 2) {
+		pthread_mutex_unlock(&fs->place_mu);
+		return err;
+	}
 	if (!(fs->place.stale & (1u << i)) && last_copy(&fs->place, i)) {
 		rc = err < 0 ? err : -EIO;
 		if (!(fs->place_warned & (1u << i)))
@@ -174,14 +179,20 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 	return rc;
 }
 
+struct rp_volplace place_snapshot(struct rp_fs *fs)
+{
+	pthread_mutex_lock(&fs->place_mu);
+	struct rp_volplace pl = fs->place;
+	pthread_mutex_unlock(&fs->place_mu);
+	return pl;
+}
+
 int place_note_down(struct rp_fs *fs)
 {
 	int rc = 0;
 	/* a snapshot: writers' lost_copy changes fs->place under place_mu,
 	 * and re-checks the stale mark itself */
-	pthread_mutex_lock(&fs->place_mu);
-	struct rp_volplace pl = fs->place;
-	pthread_mutex_unlock(&fs->place_mu);
+	struct rp_volplace pl = place_snapshot(fs);
 	for (uint32_t i = 0; i < pl.nring && pl.replicas > 1; i++) {
 		uint32_t id = pl.ring[i];
 		if (pl.stale & (1u << i))

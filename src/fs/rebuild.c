@@ -575,10 +575,11 @@ static int online_finish(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
 	struct rp_pool *p = &fs->ps->pools[r->pool];
-	int i = place_ring_index(&fs->place, r->pool), rc;
+	int rc;
 	if (p->stale)
 		return -EIO; /* a write to it failed meanwhile: stale again */
 	pthread_mutex_lock(&fs->place_mu);
+	int i = place_ring_index(&fs->place, r->pool);
 	struct rp_volplace next = fs->place;
 	next.stale &= ~(1u << i);
 	rc = lease_guard(fs);
@@ -661,9 +662,10 @@ void rebuild_poll(struct rp_fs *fs)
 	r.buf = malloc(COPY_CHUNK);
 	if (!r.buf)
 		rc = -ENOMEM;
-	for (uint32_t i = 0; rc == 0 && i < fs->place.nring && !atomic_load(&fs->stop); i++) {
-		r.pool = fs->place.ring[i];
-		if (fs->place.stale & (1u << i))
+	struct rp_volplace pl = place_snapshot(fs); /* stale marks come and go meanwhile */
+	for (uint32_t i = 0; rc == 0 && i < pl.nring && !atomic_load(&fs->stop); i++) {
+		r.pool = pl.ring[i];
+		if (pl.stale & (1u << i))
 			left += online_pool(&r) < 0;
 	}
 	free(r.buf);

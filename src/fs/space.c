@@ -52,7 +52,7 @@ static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
 
 static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 {
-	const struct rp_volplace *pl = &fs->place;
+	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, words = 0, t = 0, f = 0;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
