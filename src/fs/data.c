@@ -181,12 +181,13 @@ static int regular_file(struct rp_fs *fs, uint64_t ino, struct rp_inode **out)
 {
 	pthread_mutex_lock(&fs->mu);
 	struct rp_inode *in = fs_inode(fs, ino);
+	uint32_t mode = in ? in->mode : 0; /* under mu: a chmod's record rewrites it */
 	pthread_mutex_unlock(&fs->mu);
 	if (!in)
 		return -ENOENT;
-	if (S_ISDIR(in->mode))
+	if (S_ISDIR(mode))
 		return -EISDIR;
-	if (!S_ISREG(in->mode))
+	if (!S_ISREG(mode))
 		return -EINVAL;
 	*out = in;
 	return 0;
