@@ -574,8 +574,6 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 		done += chunk;
 	}
 	bufpool_put(fs, b);
-	if (rc < 0 && fs->ps->place.replicas > 1)
-		diverged_note(fs, ino, off, len); /* it may have reached some copies only */
 	if (rc < 0)
 		goto out;
 	pthread_mutex_lock(&fs->mu);
@@ -590,6 +588,14 @@ out:
 	if (runs)
 		free_runs(fs, runs, nruns); /* never logged: give them back */
 	pthread_rwlock_unlock(&in->io);
+	/* the data, or the zeroing around it or past the old end, may have
+	 * reached some copies only */
+	if (rc < 0 && rc != -ENOSPC && rc != -EFBIG && fs->ps->place.replicas > 1) {
+		pthread_mutex_lock(&fs->mu);
+		uint64_t from = RP_MIN(off, in->size);
+		pthread_mutex_unlock(&fs->mu);
+		diverged_note(fs, ino, from, off + len - from);
+	}
 	if (rc < 0) {
 		if (rc != -ENOSPC && rc != -EFBIG)
 			rp_warn("write of inode %llu at %llu: %s", (unsigned long long)ino,
@@ -776,6 +782,9 @@ int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off,
 			      mode & RP_FALLOC_ZERO_RANGE);
 	}
 	pthread_rwlock_unlock(&in->io);
+	/* zeroing that failed on a copy may have reached the others */
+	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1)
+		diverged_note(fs, ino, off, len);
 	return map_err(rc);
 }
 

@@ -32,9 +32,30 @@ void diverged_fini(struct rp_fs *fs)
 	pthread_mutex_destroy(&fs->div_mu);
 }
 
+/* Bounded: past this many ranges a failed write is only logged (fsck finds
+ * what differs), so a peer down for long under many writes costs no more. */
+#define DIVERGED_MAX 65536
+
 void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 {
 	pthread_mutex_lock(&fs->div_mu);
+	/* the same file's range again, or one next to it: one entry */
+	for (size_t i = fs->ndiv; i-- > 0 && fs->ndiv - i <= 16;) {
+		struct rp_diverged *d = &fs->div[i];
+		if (d->ino == ino && off <= d->off + d->len && d->off <= off + len) {
+			uint64_t end = RP_MAX(d->off + d->len, off + len);
+			d->off = RP_MIN(d->off, off);
+			d->len = end - d->off;
+			pthread_mutex_unlock(&fs->div_mu);
+			return;
+		}
+	}
+	if (fs->ndiv >= DIVERGED_MAX) {
+		pthread_mutex_unlock(&fs->div_mu);
+		rp_err("volume \"%s\": too many ranges whose copies may differ to note inode %llu's: "
+		       "'rdmapool fsck' finds them", fs->vol.name, (unsigned long long)ino);
+		return;
+	}
 	if (fs->ndiv == fs->capdiv) {
 		size_t cap = fs->capdiv ? fs->capdiv * 2 : 16;
 		struct rp_diverged *v = realloc(fs->div, cap * sizeof(*v));
@@ -100,9 +121,27 @@ static int resync_range(struct rp_fs *fs, const struct rp_diverged *d, void *buf
 	return rc;
 }
 
+/* Every copy that would take part answers: else this round waits (it would
+ * only hold files' locks to fail). */
+static bool all_answer(struct rp_fs *fs)
+{
+	struct rp_volplace pl = place_snapshot(fs);
+	for (uint32_t i = 0; i < pl.nring; i++)
+		if (!(pl.stale & (1u << i)) && !fs->ps->pools[pl.ring[i]].stale &&
+		    !rp_pool_connected(fs->ps, pl.ring[i]))
+			return false;
+	return true;
+}
+
 size_t diverged_resync(struct rp_fs *fs)
 {
+	bool answer = all_answer(fs);
 	pthread_mutex_lock(&fs->div_mu);
+	if (fs->ndiv && !answer) {
+		size_t n = fs->ndiv;
+		pthread_mutex_unlock(&fs->div_mu);
+		return n;
+	}
 	struct rp_diverged *v = fs->div;
 	size_t n = fs->ndiv, fixed = 0;
 	fs->div = NULL;

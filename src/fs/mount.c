@@ -316,7 +316,8 @@ static void *bg_main(void *arg)
 		uint64_t now = rp_now_ms();
 		place_note_down(fs); /* a copy that went away: degraded from now on */
 		rebuild_poll(fs);    /* 'rdmapool rebuild' asked us to fill stale copies */
-		diverged_resync(fs); /* copies a failed write left different */
+		if (!atomic_load(&fs->lease_lost))
+			diverged_resync(fs); /* copies a failed write left different */
 		space_refresh_if_old(fs);
 		pthread_mutex_lock(&fs->mu);
 		if (!atomic_load(&fs->lease_lost)) {
@@ -557,11 +558,6 @@ int rp_fs_unmount(struct rp_fs *fs)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
 				fs->vol.name);
 		pthread_mutex_unlock(&fs->lease_mu);
-		size_t left = diverged_resync(fs);
-		if (left)
-			rp_warn("volume \"%s\": %zu range(s) of files whose writes failed may still "
-				"differ between copies (a peer is down); 'rdmapool fsck' names them",
-				fs->vol.name, left);
 		pthread_mutex_lock(&fs->mu);
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)
@@ -573,6 +569,13 @@ int rp_fs_unmount(struct rp_fs *fs)
 		prealloc_return(fs);
 	}
 	bg_stop(fs);
+	/* the background thread's last round is over: what it left is tried
+	 * once more while the lease is still ours */
+	size_t left = !fs->ro && !atomic_load(&fs->lease_lost) ? diverged_resync(fs) : 0;
+	if (left)
+		rp_warn("volume \"%s\": %zu range(s) of files whose writes failed may still "
+			"differ between copies (a peer is down); 'rdmapool fsck' names them",
+			fs->vol.name, left);
 	lease_stop(fs);
 	if (fs->ro)
 		reader_release(fs->ps, &fs->reader);

@@ -253,6 +253,9 @@ static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 	int rc = data_truncate(fs, in, size);
 	pthread_mutex_unlock(&fs->mu);
 	pthread_rwlock_unlock(&in->io);
+	/* the zeroing of the cut tail's block may have reached some copies only */
+	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1)
+		diverged_note(fs, in->ino, size, fs->block_size);
 	return rc;
 }
 

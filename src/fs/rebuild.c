@@ -244,16 +244,17 @@ static int resync_extent(struct rebuild *r, const struct rp_extent *e)
 	struct rp_poolset *ps = r->fs->ps;
 	uint32_t m[RP_MAX_REPLICAS];
 	unsigned nm = rp_replica_members(ps, e->pool, m), src = nm;
+	/* never from a pool being filled: what is not copied yet is not there */
 	for (unsigned k = 0; k < nm && src == nm; k++)
-		if (!ps->pools[m[k]].stale)
+		if (!ps->pools[m[k]].stale && !ps->pools[m[k]].filling)
 			src = k;
 	const struct rp_pool_sb *sb = &ps->pools[e->pool].sb;
 	uint64_t off = rp_block_offset(sb, e->block), left = (uint64_t)e->count * sb->block_size;
 	while (src < nm && left) {
 		uint32_t n = (uint32_t)RP_MIN(left, (uint64_t)COPY_CHUNK);
 		int rc = rp_pool_read_copy(ps, e->pool, src, off, r->buf, n);
-		for (unsigned k = src + 1; rc == 0 && k < nm; k++) {
-			if (ps->pools[m[k]].stale)
+		for (unsigned k = 0; rc == 0 && k < nm; k++) {
+			if (k == src || ps->pools[m[k]].stale)
 				continue;
 			int wrc = rp_pool_write(ps, m[k], rp_replica_offset(ps, e->pool, m[k], off),
 						r->buf, n);
@@ -358,19 +359,23 @@ static int rebuild_ask(struct rp_poolset *ps, int slot, uint64_t asked, char *er
 			return 0;
 		if (rc == -EAGAIN)
 			rc = vol_rebuild_word(ps, slot, &w);
+		/* another requester's, still asked: wait for the mount's answer,
+		 * never swap it away */
+		while (rc == 0 && (w & 0xff) == REBUILD_ASKED) {
+			if (rp_now_ms() - t0 > 60000) {
+				snprintf(err, errlen, "another rebuild of this volume is under way "
+					 "(asked over 60 s ago and not answered yet)");
+				return -EBUSY;
+			}
+			struct timespec ts = { 0, 500000000L };
+			nanosleep(&ts, NULL);
+			rc = vol_rebuild_word(ps, slot, &w);
+		}
 		if (rc < 0) {
 			snprintf(err, errlen, "asking the mount to rebuild: %s", strerror(-rc));
 			return rc;
 		}
-		if (w == 0 || (w & 0xff) != REBUILD_ASKED)
-			continue;
-		if (rp_now_ms() - t0 > 60000) {
-			snprintf(err, errlen, "another rebuild of this volume is under way (asked "
-				 "over 60 s ago and not answered yet)");
-			return -EBUSY;
-		}
-		struct timespec ts = { 0, 500000000L };
-		nanosleep(&ts, NULL);
+		/* 0, or an answer nobody cleared: swap from that */
 	}
 }
 
@@ -633,8 +638,16 @@ static int online_pool(struct rebuild *r)
 		rc = online_finish(r);
 	if (rc < 0) {
 		/* stale before filling ends: in between, a reader would take the
-		 * half-filled pool for a current copy */
-		p->stale = true;
+		 * half-filled pool for a current copy. If online_finish had
+		 * recorded it current already (the checkpoint after failed), the
+		 * record is made stale again, as a failed write does; when that
+		 * cannot be (its last current copy of other blocks) the pool, filled
+		 * whole by then, stays current. */
+		struct rp_volplace pl = place_snapshot(fs);
+		int ri = place_ring_index(&pl, r->pool);
+		bool recorded_current = ri >= 0 && !(pl.stale & (1u << ri));
+		if (!recorded_current || fs->ps->place.lost(fs->ps->place.lost_arg, r->pool, rc) == 0)
+			p->stale = true;
 		p->filling = false;
 		rp_err("volume \"%s\": rebuilding peer %u failed: %s", fs->vol.name, r->pool,
 		       strerror(-rc));

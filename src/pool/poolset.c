@@ -168,8 +168,12 @@ void rp_poolset_close(struct rp_poolset *ps)
 }
 
 /* after a reconnect that failed, not again so soon: a dead peer would
- * otherwise cost every operation a connect timeout */
+ * otherwise cost every operation a connect timeout; after one that
+ * succeeded, a short pause only (a peer that dies after each handshake
+ * must not be reconnected in a loop, one that restarted twice must not
+ * fail I/O for half a second) */
 #define REVIVE_BACKOFF_MS 500
+#define REVIVE_AFTER_OK_MS 50
 
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 {
@@ -187,11 +191,12 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	if (p->error || rp_conn_is_up(p->conn))
 		goto out;
 	uint64_t now = rp_now_ms();
-	if (now - p->last_revive_ms < REVIVE_BACKOFF_MS) {
+	if (now - p->last_revive_ms < (p->revive_ok ? REVIVE_AFTER_OK_MS : REVIVE_BACKOFF_MS)) {
 		rc = -ENOTCONN;
 		goto out;
 	}
 	p->last_revive_ms = now;
+	p->revive_ok = false;
 	char err[320];
 	rc = rp_conn_reconnect(p->conn, err, sizeof(err));
 	if (rc < 0) {
@@ -215,8 +220,8 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		goto out;
 	}
 	if (rc == 0) {
-		p->span_n = 0;         /* read the bitmap afresh */
-		p->last_revive_ms = 0; /* the backoff is for a peer that failed to answer */
+		p->span_n = 0; /* read the bitmap afresh */
+		p->revive_ok = true;
 	}
 	if (rc == 0)
 		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,

@@ -89,9 +89,15 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 	s->refs++;
 	cl->sess = s;
 	cl->gen = gen;
+	int fenced = 0;
 	for (int i = 0; i < MAX_CLIENTS; i++)
-		if (l->cls[i] && l->cls[i]->sess == s && l->cls[i]->gen < gen)
+		if (l->cls[i] && l->cls[i]->sess == s && l->cls[i]->gen < gen) {
 			shutdown(l->cls[i]->fd, SHUT_RDWR);
+			fenced++;
+		}
+	if (fenced)
+		rp_info("client %s: a newer connection of its client: %d older one(s) fenced",
+			cl->who, fenced);
 	l->cls[cl->slot] = cl;
 	pthread_mutex_unlock(&l->mu);
 	pthread_rwlock_wrlock(&s->lock);
@@ -138,7 +144,7 @@ static void describe(const struct sockaddr_storage *ss, char *buf, size_t len)
 static int handshake(struct client *cl)
 {
 	struct tcp_listener *l = cl->l;
-	uint8_t hello[RP_HELLO_LEN] = { 0 }, auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN] = { 0 };
+	uint8_t hello[RP_HELLO_LEN] = { 0 }, auth[RP_AUTH_LEN] = { 0 }, welcome[RP_WELCOME_LEN] = { 0 };
 	uint8_t mac[RP_SHA256_LEN];
 	struct timeval tv = { .tv_sec = HANDSHAKE_TIMEOUT_MS / 1000 };
 	int rc;
@@ -148,8 +154,12 @@ static int handshake(struct client *cl)
 	rp_put_le32(hello, RP_HELLO_MAGIC);
 	rp_put_le16(hello + 4, RP_WIRE_VERSION);
 	rp_random_bytes(hello + 8, RP_NONCE_LEN);
+	/* magic and version first: a client of another version sends another
+	 * length, and must hear why rather than wait for bytes never sent */
 	if ((rc = rp_write_full(cl->fd, hello, sizeof(hello))) < 0 ||
-	    (rc = rp_read_full(cl->fd, auth, sizeof(auth))) < 0) {
+	    (rc = rp_read_full(cl->fd, auth, 8)) < 0 ||
+	    (rp_get_le32(auth) == RP_AUTH_MAGIC && rp_get_le16(auth + 4) == RP_WIRE_VERSION &&
+	     (rc = rp_read_full(cl->fd, auth + 8, sizeof(auth) - 8)) < 0)) {
 		rp_warn("client %s: handshake: %s", cl->who, rc == -EAGAIN ? "timed out" : strerror(-rc));
 		return rc;
 	}

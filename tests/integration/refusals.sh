@@ -61,7 +61,7 @@ echo "$out" | sed 's/^/# /'
 is "a newer connection of the same client is accepted" "$(echo "$out" | sed -n 's/^newer connection: //p')" "status 0"
 is "the old connection's late bytes do not land" "$(echo "$out" | sed -n 's/^after the old connection.s late bytes: //p')" "4096 of 4096 bytes are the newer write's"
 is "a connect older than the newest is refused (ESTALE)" "$(echo "$out" | sed -n 's/^a connect older than the newest: //p')" "status -116"
-grep -q "superseded by its newer connection" "$T/pool0.log" && ok "the server logged the fenced connection" || not_ok "the server logged the fenced connection"
+grep -q "older one(s) fenced" "$T/pool0.log" && ok "the server logged the fenced connection" || not_ok "the server logged the fenced connection"
 fi
 # The client names the peer it means, under the MAC: a cluster file that
 # sends peer 1's traffic to peer 0's server is refused at the handshake.
