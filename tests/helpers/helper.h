@@ -5,8 +5,33 @@
 #include <rdmapool/cluster.h>
 #include <rdmapool/pool.h>
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* A plain tcp connection to the peer's server, for the helpers that speak
+ * the handshake themselves; reads time out after timeout_s (0: never). */
+static inline int helper_tcp_dial(const struct rp_peer *p, int timeout_s)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	char port[16];
+	snprintf(port, sizeof(port), "%u", p->port);
+	if (getaddrinfo(p->host, port, &hints, &res))
+		return -1;
+	int fd = socket(res->ai_family, res->ai_socktype, 0);
+	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	struct timeval tv = { .tv_sec = timeout_s };
+	if (fd >= 0 && timeout_s)
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
 
 static inline struct rp_poolset *helper_open(const char *cluster_file, struct rp_cluster **cl)
 {

@@ -36,30 +36,11 @@ struct ctx {
 	uint32_t rkey;
 };
 
-static int dial(const struct rp_peer *p)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
-	char port[16];
-	snprintf(port, sizeof(port), "%u", p->port);
-	if (getaddrinfo(p->host, port, &hints, &res))
-		return -1;
-	int fd = socket(res->ai_family, res->ai_socktype, 0);
-	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	struct timeval tv = { .tv_sec = 5 };
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
 /* A connection of generation gen: its fd, or -1 with *status the refusal. */
 static int connect_gen(struct ctx *c, uint64_t gen, int32_t *status)
 {
 	uint8_t hello[RP_HELLO_LEN], auth[RP_AUTH_LEN] = { 0 }, welcome[RP_WELCOME_LEN];
-	int fd = dial(c->p);
+	int fd = helper_tcp_dial(c->p, 5);
 	*status = 1;
 	if (fd < 0 || rp_read_full(fd, hello, sizeof(hello)) < 0)
 		goto fail;

@@ -15,28 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int dial(const struct rp_peer *p)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
-	char port[16];
-	snprintf(port, sizeof(port), "%u", p->port);
-	if (getaddrinfo(p->host, port, &hints, &res))
-		return -1;
-	int fd = socket(res->ai_family, res->ai_socktype, 0);
-	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) < 0) {
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
 /* Send auth (made for this greeting when fresh) and return the status. */
 static int32_t attempt(const struct rp_peer *p, uint8_t *auth, bool fresh, const uint8_t *secret,
 		       size_t slen, const char *cluster)
 {
 	uint8_t hello[RP_HELLO_LEN], welcome[RP_WELCOME_LEN];
-	int fd = dial(p);
+	int fd = helper_tcp_dial(p, 0);
 	if (fd < 0 || rp_read_full(fd, hello, sizeof(hello)) < 0)
 		return 1;
 	if (fresh) {

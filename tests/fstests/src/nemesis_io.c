@@ -241,6 +241,22 @@ static void read_check(const char *dir, uint32_t id, uint32_t k, uint32_t b, boo
 	verify_block(buf, id, k, b, direct ? "O_DIRECT read" : "buffered read");
 }
 
+/* The end of an operation on fd (-1: its open failed): timed, closed, and
+ * acknowledged in LOG with kind ack when it all succeeded. */
+static void finish_op(int fd, bool ok, double t0, const char *call, uint32_t id, char ack,
+		      uint32_t k, uint32_t x, uint64_t v)
+{
+	timed(t0, fd < 0 ? "open" : call, id);
+	if (fd >= 0 && close(fd) != 0)
+		ok = false;
+	if (fd < 0 || !ok) {
+		n_errors++;
+		return;
+	}
+	n_acked++;
+	note(ack, k, x, v);
+}
+
 static void write_one(const char *dir, uint32_t id, uint32_t k, uint32_t b, uint8_t *buf)
 {
 	uint64_t v = ver[k] + 1;
@@ -250,21 +266,8 @@ static void write_one(const char *dir, uint32_t id, uint32_t k, uint32_t b, uint
 	n_writes++;
 	double t0 = now_s();
 	int fd = open_file(dir, id, k, false);
-	if (fd < 0) {
-		n_errors++;
-		timed(t0, "open", id);
-		return;
-	}
-	bool ok = pwrite(fd, buf, BLK, (off_t)b * BLK) == BLK && fsync(fd) == 0;
-	timed(t0, "write+fsync", id);
-	if (close(fd) != 0)
-		ok = false;
-	if (!ok) {
-		n_errors++;
-		return;
-	}
-	n_acked++;
-	note('A', k, b, v);
+	bool ok = fd >= 0 && pwrite(fd, buf, BLK, (off_t)b * BLK) == BLK && fsync(fd) == 0;
+	finish_op(fd, ok, t0, "write+fsync", id, 'A', k, b, v);
 }
 
 /* Cut file k at sector s (zeros from there on), then, half the time,
@@ -276,24 +279,11 @@ static void truncate_one(const char *dir, uint32_t id, uint32_t k, uint32_t s, u
 	n_truncates++;
 	double t0 = now_s();
 	int fd = open_file(dir, id, k, false);
-	if (fd < 0) {
-		n_errors++;
-		timed(t0, "open", id);
-		return;
-	}
-	bool ok = ftruncate(fd, (off_t)s * SECT) == 0;
+	bool ok = fd >= 0 && ftruncate(fd, (off_t)s * SECT) == 0;
 	if (ok && ext > s)
 		ok = ftruncate(fd, (off_t)ext * SECT) == 0;
 	ok = ok && fsync(fd) == 0;
-	timed(t0, "truncate+fsync", id);
-	if (close(fd) != 0)
-		ok = false;
-	if (!ok) {
-		n_errors++;
-		return;
-	}
-	n_acked++;
-	note('a', k, s, v);
+	finish_op(fd, ok, t0, "truncate+fsync", id, 'a', k, s, v);
 }
 
 static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
