@@ -46,7 +46,14 @@
 #define RP_RDMA_HELLO 1
 #define RP_RDMA_AUTH 2
 #define RP_RDMA_REQ_LEN 56 /* magic4 ver2 kind2 peer4 rsvd4, then
-			    * HELLO: cnonce16 rsvd24; AUTH: challenge16 mac24 */
+			    * HELLO: cnonce16 session8 gen8 rsvd8; AUTH: challenge16 mac24 */
+/* The HELLO names the client's session and this connect's generation, as
+ * the tcp AUTH does (fencing older connections of the session); the AUTH's
+ * MAC binds them, with the peer id: peer4 session8 gen8. Session 0: none
+ * (test tools), not fenced. */
+#define RP_RDMA_HELLO_SESSION_OFF 32
+#define RP_RDMA_HELLO_GEN_OFF 40
+#define RP_RDMA_BIND_LEN 20
 #define RP_RDMA_REQ_MAC_LEN 24
 #define RP_RDMA_REJ_LEN 28 /* magic4 ver2 rsvd2 status4 challenge16 */
 #define RP_RDMA_REP_LEN 88 /* magic4 ver2 rsvd2 status4 rkey4 addr8 size8 uuid16 rsvd4 mac32 rsvd4 */

@@ -48,7 +48,11 @@ struct rdma_conn {
 	struct rp_inflight inflight;
 	uint64_t *atomic_slots; /* where CAS/FAA old values land: [GROUPS][RP_GROUP_MAX] */
 	struct ibv_mr *atomic_mr;
+	uint64_t session; /* random, for the life of this object (wire.h) */
 };
+
+/* Generations of connects, increasing across the process's sessions. */
+static _Atomic uint64_t connect_gen;
 
 static const struct rp_conn_vtbl rdma_vtbl;
 
@@ -390,8 +394,12 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 	struct rp_cm_event ev;
 
 	rp_random_bytes(cnonce, sizeof(cnonce));
+	uint64_t gen = atomic_fetch_add(&connect_gen, 1) + 1;
+	uint8_t bind[RP_RDMA_BIND_LEN];
 	request_head(req, RP_RDMA_HELLO, c->peer.id);
 	memcpy(req + 16, cnonce, RP_NONCE_LEN);
+	rp_put_le64(req + RP_RDMA_HELLO_SESSION_OFF, rc_->session);
+	rp_put_le64(req + RP_RDMA_HELLO_GEN_OFF, gen);
 	int rc = connect_once(rc_, req, &ev, err, errlen);
 	if (rc != CHALLENGED) {
 		if (rc == 0) {
@@ -406,8 +414,9 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 
 	request_head(req, RP_RDMA_AUTH, c->peer.id);
 	memcpy(req + 16, challenge, RP_NONCE_LEN);
+	rp_rdma_auth_bind(bind, c->peer.id, rc_->session, gen);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, challenge, cnonce,
-		    c->cluster_name, req + 8, 4, mac);
+		    c->cluster_name, bind, sizeof(bind), mac);
 	memcpy(req + 32, mac, RP_RDMA_REQ_MAC_LEN);
 	rc = connect_once(rc_, req, &ev, err, errlen);
 	if (rc == CHALLENGED) {
@@ -589,6 +598,8 @@ int rp_rdma_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char
 		return -ENOMEM;
 	rp_conn_base_init(&rc_->base, &rdma_vtbl, p);
 	rc_->base.kind = RP_TRANSPORT_RDMA;
+	while (rc_->session == 0)
+		rp_random_bytes(&rc_->session, sizeof(rc_->session));
 	pthread_mutex_init(&rc_->mu, NULL);
 	rc_->atomic_slots = aligned_alloc(64, GROUPS * RP_GROUP_MAX * 8);
 	rc = rc_->atomic_slots ? rp_inflight_init(&rc_->inflight, GROUPS) : -ENOMEM;

@@ -3,6 +3,8 @@
 #include "config.h"
 #include "rdma_common.h"
 
+#include <rdmapool/util.h>
+
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -77,4 +79,11 @@ int rp_rdma_wc_errno(enum ibv_wc_status s)
 	case IBV_WC_REM_OP_ERR: return -EREMOTEIO;
 	default: return -EIO;
 	}
+}
+
+void rp_rdma_auth_bind(uint8_t *bind, uint32_t peer, uint64_t session, uint64_t gen)
+{
+	rp_put_le32(bind, peer);
+	rp_put_le64(bind + 4, session);
+	rp_put_le64(bind + 12, gen);
 }

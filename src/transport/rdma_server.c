@@ -27,6 +27,9 @@
 struct client_qp {
 	struct rdma_cm_id *id;
 	struct ibv_cq *cq;
+	uint64_t session, gen; /* wire.h; session 0: none */
+	bool fenced;           /* its queue pair is in the error state */
+	struct client_qp *next;
 };
 
 struct rdma_listener {
@@ -43,10 +46,12 @@ struct rdma_listener {
 	} mrs[MAX_DEVICES];
 	struct {                 /* challenges handed out, each good once */
 		uint8_t challenge[RP_NONCE_LEN], cnonce[RP_NONCE_LEN];
+		uint64_t session, gen;   /* as the HELLO named them */
 		uint64_t expires_ms;     /* rp_now_ms: monotonic, no wall clocks */
 		bool live;
 	} ch[CHALLENGES];
 	unsigned ch_next;
+	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
 };
 
 static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx)
@@ -94,17 +99,21 @@ static void challenge(struct rdma_listener *l, struct rdma_cm_id *id, const uint
 	l->ch_next = (i + 1) % CHALLENGES;
 	rp_random_bytes(l->ch[i].challenge, RP_NONCE_LEN);
 	memcpy(l->ch[i].cnonce, req + 16, RP_NONCE_LEN);
+	l->ch[i].session = rp_get_le64(req + RP_RDMA_HELLO_SESSION_OFF);
+	l->ch[i].gen = rp_get_le64(req + RP_RDMA_HELLO_GEN_OFF);
 	l->ch[i].expires_ms = rp_now_ms() + RP_RDMA_CHALLENGE_MS;
 	l->ch[i].live = true;
 	reject(id, RP_RDMA_CHALLENGE, l->ch[i].challenge);
 }
 
 /* An AUTH: the challenge must be ours, live and unused (it is used up
- * now), and the MAC over it, the client's nonce and the peer id right. The
- * client's nonce is returned for the accept's MAC. */
-static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t *cnonce)
+ * now), and the MAC over it, the client's nonce, the peer id and the
+ * session and generation its HELLO named right. The client's nonce is
+ * returned for the accept's MAC, and the session and generation. */
+static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t *cnonce,
+			   uint64_t *session, uint64_t *gen)
 {
-	uint8_t mac[RP_SHA256_LEN];
+	uint8_t mac[RP_SHA256_LEN], bind[RP_RDMA_BIND_LEN];
 	unsigned i;
 	for (i = 0; i < CHALLENGES; i++)
 		if (l->ch[i].live && rp_ct_memcmp(l->ch[i].challenge, req + 16, RP_NONCE_LEN) == 0)
@@ -113,8 +122,11 @@ static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t 
 		return -ETIME;
 	l->ch[i].live = false;
 	memcpy(cnonce, l->ch[i].cnonce, RP_NONCE_LEN);
+	*session = l->ch[i].session;
+	*gen = l->ch[i].gen;
+	rp_rdma_auth_bind(bind, rp_get_le32(req + 8), *session, *gen);
 	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, req + 16, cnonce,
-		    l->p.cluster_name, req + 8, 4, mac);
+		    l->p.cluster_name, bind, sizeof(bind), mac);
 	if (rp_ct_memcmp(mac, req + 32, RP_RDMA_REQ_MAC_LEN))
 		return -EACCES;
 	if (rp_get_le32(req + 8) != l->p.self->id)
@@ -123,7 +135,8 @@ static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t 
 }
 
 /* HELLO gets a challenge (1), AUTH is verified (0 or a negative errno). */
-static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev, uint8_t *cnonce)
+static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev, uint8_t *cnonce,
+			      uint64_t *session, uint64_t *gen)
 {
 	const uint8_t *req = ev->private_data;
 	if (ev->private_len < RP_RDMA_REQ_LEN || rp_get_le32(req) != RP_RDMA_REQ_MAGIC ||
@@ -133,14 +146,46 @@ static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event 
 		return RP_RDMA_CHALLENGE;
 	if (rp_get_le16(req + 6) != RP_RDMA_AUTH)
 		return -EPROTO;
-	return verify_auth(l, req, cnonce);
+	return verify_auth(l, req, cnonce, session, gen);
+}
+
+/* A connect of a session older than one accepted already comes too late. */
+static bool superseded(const struct rdma_listener *l, uint64_t session, uint64_t gen)
+{
+	for (const struct client_qp *c = l->clients; c && session; c = c->next)
+		if (c->session == session && c->gen >= gen)
+			return true;
+	return false;
+}
+
+/* Before a newer connect of a session is accepted, its older queue pairs
+ * go to the error state: the responder executes nothing that arrives on
+ * them from then on, so no request the client gave up on lands after the
+ * new connection is up (rdmapool(7), Fencing). */
+static void fence_older(struct rdma_listener *l, uint64_t session, uint64_t gen)
+{
+	for (struct client_qp *c = l->clients; c && session; c = c->next) {
+		if (c->session != session || c->gen >= gen || c->fenced)
+			continue;
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		if (ibv_modify_qp(c->id->qp, &a, IBV_QP_STATE))
+			rp_err("rdma: fencing a client's older connection: %s", strerror(errno));
+		else
+			rp_info("rdma client superseded by its newer connection: the old queue pair "
+				"is fenced");
+		c->fenced = true;
+		rdma_disconnect(c->id);
+	}
 }
 
 static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
 	uint8_t cnonce[RP_NONCE_LEN];
-	int32_t status = verify_request(l, ev, cnonce);
+	uint64_t session = 0, gen = 0;
+	int32_t status = verify_request(l, ev, cnonce, &session, &gen);
+	if (status == 0 && superseded(l, session, gen))
+		status = -ESTALE;
 	if (status == RP_RDMA_CHALLENGE) {
 		challenge(l, id, ev->private_data);
 		return;
@@ -151,7 +196,8 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 			: status == -ETIME ? "its answer is to no challenge of ours (expired, used, "
 					     "from before a restart: a replayed request?)"
 			: status == -ENXIO ? "it wants another peer id"
-					   : "not an rdmapool v2 connect request");
+			: status == -ESTALE ? "a newer connect of the same client was accepted already"
+					    : "not an rdmapool v3 connect request");
 		reject(id, status, NULL);
 		return;
 	}
@@ -164,6 +210,8 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 	}
 	/* The server never posts work; a minimal queue pair suffices. */
 	cq->id = id;
+	cq->session = session;
+	cq->gen = gen;
 	cq->cq = ibv_create_cq(id->verbs, 2, NULL, NULL, 0);
 	struct ibv_qp_init_attr qa = {
 		.send_cq = cq->cq, .recv_cq = cq->cq, .qp_type = IBV_QPT_RC,
@@ -199,20 +247,29 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 		.initiator_depth = (uint8_t)RP_MIN(dattr.max_qp_init_rd_atom, ev->responder_resources),
 		.rnr_retry_count = 7,
 	};
+	fence_older(l, session, gen);
 	if (rdma_accept(id, &cp)) {
 		rp_err("rdma_accept: %s", strerror(errno));
 		rdma_destroy_qp(id);
 		ibv_destroy_cq(cq->cq);
 		free(cq);
 		rdma_destroy_id(id);
+		return;
 	}
+	cq->next = l->clients;
+	l->clients = cq;
 }
 
-static void drop_client(struct rdma_cm_id *id)
+static void drop_client(struct rdma_listener *l, struct rdma_cm_id *id)
 {
 	struct client_qp *cq = id->context;
 	if (!cq)
 		return;
+	for (struct client_qp **pp = &l->clients; *pp; pp = &(*pp)->next)
+		if (*pp == cq) {
+			*pp = cq->next;
+			break;
+		}
 	rdma_destroy_qp(id);
 	ibv_destroy_cq(cq->cq);
 	free(cq);
@@ -243,12 +300,12 @@ static void *event_main(void *arg)
 		case RDMA_CM_EVENT_DISCONNECTED:
 			rp_info("rdma client disconnected");
 			atomic_fetch_sub(&l->p.stats->connections, 1);
-			drop_client(ev.id);
+			drop_client(l, ev.id);
 			break;
 		case RDMA_CM_EVENT_CONNECT_ERROR:
 		case RDMA_CM_EVENT_UNREACHABLE:
 			rp_warn("rdma client: %s", rdma_event_str(ev.type));
-			drop_client(ev.id);
+			drop_client(l, ev.id);
 			break;
 		default:
 			rp_debug("rdma event %s", rdma_event_str(ev.type));

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	uint8_t secret[RP_SECRET_MAX], req[RP_RDMA_REQ_LEN], cnonce[RP_NONCE_LEN];
-	uint8_t challenge[RP_NONCE_LEN] = { 0 }, mac[RP_SHA256_LEN];
+	uint8_t challenge[RP_NONCE_LEN] = { 0 }, mac[RP_SHA256_LEN], bind[RP_RDMA_BIND_LEN];
 	size_t slen;
 	char err[1024];
 	int32_t st = 0;
@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 	printf("hello: %s status %d\n", got, st);
 	head(req, RP_RDMA_AUTH, p->id);
 	memcpy(req + 16, challenge, RP_NONCE_LEN);
-	rp_auth_mac(secret, slen, RP_AUTH_LABEL_CLIENT, challenge, cnonce, cl->name, req + 8, 4, mac);
+	rp_rdma_auth_bind(bind, p->id, 0, 0); /* session 0: none */
+	rp_auth_mac(secret, slen, RP_AUTH_LABEL_CLIENT, challenge, cnonce, cl->name, bind, sizeof(bind), mac);
 	memcpy(req + 32, mac, RP_RDMA_REQ_MAC_LEN);
 	st = 0;
 	printf("answer: %s\n", attempt(p, req, &st, challenge));
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
 	printf("replayed answer: %s status %d\n", got, st);
 	/* a challenge the server never issued, as after its restart */
 	rp_random_bytes(req + 16, RP_NONCE_LEN);
-	rp_auth_mac(secret, slen, RP_AUTH_LABEL_CLIENT, req + 16, cnonce, cl->name, req + 8, 4, mac);
+	rp_auth_mac(secret, slen, RP_AUTH_LABEL_CLIENT, req + 16, cnonce, cl->name, bind, sizeof(bind), mac);
 	memcpy(req + 32, mac, RP_RDMA_REQ_MAC_LEN);
 	st = 0;
 	got = attempt(p, req, &st, challenge);
