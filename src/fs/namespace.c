@@ -244,9 +244,12 @@ int rp_fs_getattr(struct rp_fs *fs, uint64_t ino, struct rp_attr *out)
 /* Truncate a regular file to size; times as data_truncate. */
 static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 {
-	if (S_ISDIR(in->mode))
+	pthread_mutex_lock(&fs->mu);
+	uint32_t mode = in->mode; /* under mu: records (an atime update) rewrite it */
+	pthread_mutex_unlock(&fs->mu);
+	if (S_ISDIR(mode))
 		return -EISDIR;
-	if (!S_ISREG(in->mode))
+	if (!S_ISREG(mode))
 		return -EINVAL;
 	pthread_rwlock_wrlock(&in->io);
 	pthread_mutex_lock(&fs->mu);
@@ -642,7 +645,7 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 	int rc = 0;
 	pthread_mutex_lock(&fs->mu);
 	struct rp_inode *in = fs_inode(fs, ino);
-	bool wr = (flags & O_ACCMODE) != O_RDONLY;
+	bool wr = (flags & O_ACCMODE) != O_RDONLY, reg = in && S_ISREG(in->mode);
 	if (!in)
 		rc = -ENOENT;
 	else if (in->dir && wr)
@@ -654,7 +657,7 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 	pthread_mutex_unlock(&fs->mu);
 	/* O_TRUNC (even with O_RDONLY, as Linux does) empties a regular file and
 	 * always marks mtime and ctime, like open(2) on a local filesystem */
-	if (rc == 0 && (flags & O_TRUNC) && S_ISREG(in->mode)) {
+	if (rc == 0 && (flags & O_TRUNC) && reg) {
 		rc = fs_writable(fs);
 		if (rc == 0)
 			rc = truncate_file(fs, in, 0);
