@@ -20,7 +20,7 @@ PACKAGES=(
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
 	iproute2 procps psmisc attr rsync
 )
-[ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest systemd
+[ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest systemd nftables
 	linux-image-amd64 qemu-system-x86 busybox-static clang libclang-rt-dev)
 
 missing=()

@@ -2,6 +2,9 @@
  *
  *   nemesis_io run DIR ID SEED SECONDS LOG   write, truncate and read-verify
  *   nemesis_io check DIR ID LOG              verify every sector against LOG
+ *   nemesis_io follow DIR NW LOGPREFIX SEED SECONDS
+ *                                            read writers 1..NW's files (LOGs
+ *                                            LOGPREFIX.W) through a follower
  *
  * Writer ID owns files DIR/nID.0 .. DIR/nID.3, up to FBLOCKS blocks of 4 KiB.
  * Every 512-byte sector of every write describes itself: writer, file,
@@ -17,7 +20,11 @@
  * nothing was acknowledged or a cut in that range may have taken effect.
  * Errors from the mount under faults are allowed (counted); wrong bytes, an
  * acknowledged operation gone, a call that takes longer than BOUND_S, and a
- * run in which nothing was acknowledged (no progress) are violations. */
+ * run in which nothing was acknowledged (no progress) are violations.
+ * A follower may lag the writer by any amount, so its reads are held to
+ * less: every sector zeros or a valid sector of that writer, file and place,
+ * of a version the writer had tried by the time the read returned (its LOG,
+ * read on after the read). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -356,6 +363,115 @@ static int check(const char *dir, uint32_t id)
 	return n_violations || n_errors ? 1 : 0;
 }
 
+/* The follower's view of writer w: the last version it tried per sector,
+ * read on from its LOG as the writer appends (whole lines only). */
+#define MAXW 8
+struct tail {
+	FILE *f;
+	uint64_t tried[NFILES][NSECT];
+};
+static struct tail tails[MAXW];
+
+static void tail_read(struct tail *t)
+{
+	char line[128];
+	for (;;) {
+		long at = ftell(t->f);
+		if (!fgets(line, sizeof(line), t->f)) {
+			clearerr(t->f);
+			return;
+		}
+		size_t n = strlen(line);
+		if (n == 0 || line[n - 1] != '\n') { /* a line still being written */
+			fseek(t->f, at, SEEK_SET);
+			return;
+		}
+		char kind;
+		unsigned k, x;
+		uint64_t v;
+		if (sscanf(line, " %c %u %u %" SCNu64, &kind, &k, &x, &v) != 4 || k >= NFILES)
+			continue;
+		uint32_t from = kind == 'T' ? x * SPB : kind == 't' ? x : NSECT;
+		uint32_t to = kind == 'T' ? from + SPB : NSECT;
+		for (uint32_t s = from; s < to && s < NSECT; s++)
+			if (v > t->tried[k][s])
+				t->tried[k][s] = v;
+	}
+}
+
+static void follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_t b)
+{
+	tail_read(&tails[w - 1]);
+	for (uint32_t i = 0; i < SPB; i++) {
+		const uint8_t *p = buf + (size_t)i * SECT;
+		struct sect_hdr h;
+		uint64_t c, top = tails[w - 1].tried[k][b * SPB + i];
+		char d[200];
+		if (all_zero(p, SECT))
+			continue;
+		memcpy(&h, p, sizeof(h));
+		memcpy(&c, p + SECT - 8, 8);
+		if (h.magic != MAGIC || c != fnv(p, SECT - 8)) {
+			violation("garbage", w, k, b, i, "bytes no write ever made (follower read)");
+		} else if (h.writer != w || h.file != k || h.block != b || h.sector != i) {
+			snprintf(d, sizeof(d), "bytes of writer %u file %u block %u sector %u (follower read)",
+				 h.writer, h.file, h.block, h.sector);
+			violation("misplaced", w, k, b, i, d);
+		} else if (h.version > top) {
+			snprintf(d, sizeof(d), "version %" PRIu64 ", the writer had tried up to %" PRIu64
+				 " (follower read)", h.version, top);
+			violation("version never written", w, k, b, i, d);
+		}
+	}
+}
+
+static int follow(const char *dir, uint32_t nw, const char *prefix, uint64_t seed, double seconds)
+{
+	if (nw < 1 || nw > MAXW)
+		return 2;
+	for (uint32_t w = 1; w <= nw; w++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s.%u", prefix, w);
+		if (!(tails[w - 1].f = fopen(path, "r"))) {
+			perror(path);
+			return 2;
+		}
+	}
+	uint8_t *buf = aligned_alloc(BLK, BLK);
+	if (!buf)
+		return 2;
+	uint64_t r = mix(seed ^ 0xf0110);
+	double end = now_s() + seconds;
+	while (now_s() < end) {
+		r = mix(r + 1);
+		uint32_t w = 1 + (uint32_t)(r % nw), k = (uint32_t)((r >> 8) % NFILES);
+		uint32_t b = (uint32_t)((r >> 16) % FBLOCKS);
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/n%u.%u", dir, w, k);
+		double t0 = now_s();
+		int fd = open(path, O_RDONLY | ((r >> 32) % 2 ? O_DIRECT : 0));
+		ssize_t n = fd < 0 ? -1 : pread(fd, buf, BLK, (off_t)b * BLK);
+		timed(t0, "follower read", w);
+		if (fd >= 0)
+			close(fd);
+		n_reads++;
+		if (n < 0) {
+			n_errors++;
+			usleep(10000);
+			continue;
+		}
+		memset(buf + n, 0, BLK - (size_t)n);
+		follow_check(buf, w, k, b);
+	}
+	if (n_reads == n_errors)
+		violation("no progress", 0, 0, 0, 0, "no follower read succeeded in the whole run");
+	printf("follower: %lu reads, %lu errors, %lu violations\n", n_reads, n_errors, n_violations);
+	for (uint32_t w = 1; w <= nw; w++)
+		fclose(tails[w - 1].f);
+	free(buf);
+	return n_violations ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -373,6 +489,10 @@ int main(int argc, char **argv)
 			return 2;
 		return check(argv[2], (uint32_t)atoi(argv[3]));
 	}
-	fprintf(stderr, "usage: nemesis_io run DIR ID SEED SECONDS LOG | check DIR ID LOG\n");
+	if (argc == 7 && strcmp(argv[1], "follow") == 0)
+		return follow(argv[2], (uint32_t)atoi(argv[3]), argv[4], strtoull(argv[5], NULL, 0),
+			      atof(argv[6]));
+	fprintf(stderr, "usage: nemesis_io run DIR ID SEED SECONDS LOG | check DIR ID LOG | "
+			"follow DIR NW LOGPREFIX SEED SECONDS\n");
 	return 2;
 }
