@@ -1,7 +1,7 @@
 #!/bin/bash
 # Install the Debian packages rdmapool builds and runs with; with --test also
-# what its tests need (fio, stress-ng, clang with libFuzzer for the fuzz
-# targets, and for the Soft-RoCE VM a kernel image, qemu and busybox). Skips apt when all is there, unless --force.
+# what its tests need (fio, stress-ng, nftables, PostgreSQL, clang with
+# libFuzzer for the fuzz targets, and for the Soft-RoCE VM a kernel image, qemu and busybox). Skips apt when all is there, unless --force.
 #   scripts/install-deps.sh [--force] [--test]
 set -euo pipefail
 force=0
@@ -21,6 +21,7 @@ PACKAGES=(
 	iproute2 procps psmisc attr rsync
 )
 [ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest systemd nftables
+	postgresql-15 postgresql-client-15
 	linux-image-amd64 qemu-system-x86 busybox-static clang libclang-rt-dev)
 
 missing=()
@@ -35,5 +36,10 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# fstest 070 runs its own PostgreSQL on a mount: no system cluster wanted
+if [ $test = 1 ] && [ ! -e /etc/postgresql-common/createcluster.d/rdmapool-tests.conf ]; then
+	mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" > /etc/postgresql-common/createcluster.d/rdmapool-tests.conf
+fi
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
