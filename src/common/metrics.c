@@ -3,6 +3,7 @@
  * and rendering only, never by an update. */
 #include "config.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/metrics.h>
 
 #include <errno.h>
@@ -68,10 +69,10 @@ static int add(struct metric *m, const char *labels)
 		free(m);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&mu);
+	rp_mutex_lock(&mu, RP_LK_METRICS);
 	*tail = m;
 	tail = &m->next;
-	pthread_mutex_unlock(&mu);
+	rp_mutex_unlock(&mu);
 	return 0;
 }
 
@@ -116,7 +117,7 @@ int rp_metric_hist(void *owner, const char *name, const char *labels, const char
 
 void rp_metrics_drop(void *owner)
 {
-	pthread_mutex_lock(&mu);
+	rp_mutex_lock(&mu, RP_LK_METRICS);
 	struct metric **pp = &head;
 	while (*pp) {
 		struct metric *m = *pp;
@@ -129,7 +130,7 @@ void rp_metrics_drop(void *owner)
 		}
 	}
 	tail = pp;
-	pthread_mutex_unlock(&mu);
+	rp_mutex_unlock(&mu);
 }
 
 /* ---- rendering ---- */
@@ -217,7 +218,7 @@ char *rp_metrics_render(size_t *len)
 	if (!(o.buf = malloc(o.cap)))
 		return NULL;
 	o.buf[0] = '\0';
-	pthread_mutex_lock(&mu);
+	rp_mutex_lock(&mu, RP_LK_METRICS);
 	/* one HELP/TYPE per name, then every series of that name together */
 	for (struct metric *m = head; m; m = m->next) {
 		bool first = true;
@@ -230,7 +231,7 @@ char *rp_metrics_render(size_t *len)
 			if (strcmp(s->name, m->name) == 0)
 				render_one(&o, s);
 	}
-	pthread_mutex_unlock(&mu);
+	rp_mutex_unlock(&mu);
 	if (o.failed) {
 		free(o.buf);
 		return NULL;

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -24,22 +25,22 @@ int bufpool_get(struct rp_fs *fs, struct rp_buf **out, bool for_log)
 {
 	struct rp_bufpool *bp = &fs->bufs;
 	size_t keep = for_log ? 0 : 1;
-	pthread_mutex_lock(&bp->mu);
+	rp_mutex_lock(&bp->mu, RP_LK_FS_BUFS);
 	while (bp->nfree + (BUFPOOL_MAX - bp->total) <= keep)
 		pthread_cond_wait(&bp->cv, &bp->mu);
 	if (bp->nfree) {
 		*out = bp->free[--bp->nfree];
-		pthread_mutex_unlock(&bp->mu);
+		rp_mutex_unlock(&bp->mu);
 		return 0;
 	}
 	bp->total++;
-	pthread_mutex_unlock(&bp->mu);
+	rp_mutex_unlock(&bp->mu);
 	int rc = rp_buf_alloc(fs->ps, bp->size, out);
 	if (rc < 0) {
-		pthread_mutex_lock(&bp->mu);
+		rp_mutex_lock(&bp->mu, RP_LK_FS_BUFS);
 		bp->total--;
 		pthread_cond_broadcast(&bp->cv);
-		pthread_mutex_unlock(&bp->mu);
+		rp_mutex_unlock(&bp->mu);
 	}
 	return rc;
 }
@@ -47,10 +48,10 @@ int bufpool_get(struct rp_fs *fs, struct rp_buf **out, bool for_log)
 void bufpool_put(struct rp_fs *fs, struct rp_buf *b)
 {
 	struct rp_bufpool *bp = &fs->bufs;
-	pthread_mutex_lock(&bp->mu);
+	rp_mutex_lock(&bp->mu, RP_LK_FS_BUFS);
 	bp->free[bp->nfree++] = b;
 	pthread_cond_broadcast(&bp->cv); /* the flush may wait among readers */
-	pthread_mutex_unlock(&bp->mu);
+	rp_mutex_unlock(&bp->mu);
 }
 
 int fs_zero_range(struct rp_fs *fs, uint32_t pool, uint64_t off, uint64_t len)
@@ -179,10 +180,10 @@ static int transfer(struct rp_fs *fs, enum rp_opcode opc, struct piece *ps, size
 /* The inode of a regular file, or the errno read/write give for others. */
 static int regular_file(struct rp_fs *fs, uint64_t ino, struct rp_inode **out)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	uint32_t mode = in ? in->mode : 0; /* under mu: a chmod's record rewrites it */
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (!in)
 		return -ENOENT;
 	if (S_ISDIR(mode))
@@ -212,9 +213,9 @@ static ssize_t read_any(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len
 	 * our blocks away (follow.c). */
 	if (!follow_fresh(fs))
 		return -EIO;
-	pthread_rwlock_rdlock(&fs->apply);
+	rp_rwlock_rdlock(&fs->apply, RP_LK_APPLY);
 	ssize_t n = read_file(fs, ino, off, len, out);
-	pthread_rwlock_unlock(&fs->apply);
+	rp_rwlock_unlock(&fs->apply);
 	/* the writer deleted a file open here: its blocks may be another
 	 * file's by now (as on NFS) */
 	return n == -ENOENT ? -ESTALE : n;
@@ -257,19 +258,19 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 		return rc;
 	if ((rc = bufpool_get(fs, &b, false)) < 0)
 		return rc;
-	pthread_rwlock_rdlock(&in->io);
+	rp_rwlock_rdlock(&in->io, RP_LK_INODE_IO);
 	while (done < len && rc == 0) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		uint64_t size = in->size, pos = off + done;
 		if (pos >= size) {
-			pthread_mutex_unlock(&fs->mu);
+			rp_mutex_unlock(&fs->mu);
 			break;
 		}
 		uint64_t room = rp_buf_len(b) - held;
 		uint64_t chunk = RP_MIN(RP_MIN((uint64_t)(len - done), size - pos), room);
 		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
 		chunk = ps[n - 1].fpos + ps[n - 1].len - pos; /* fewer pieces than needed: shorter */
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		/* the bytes land after those already held */
 		rc = transfer(fs, RP_OP_READ, ps, n, pos - held, b, NULL);
 		if (rc < 0)
@@ -285,7 +286,7 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 		memcpy((uint8_t *)out->dst + done - held, rp_buf_data(b), held);
 	if (rc == 0 && out->sink)
 		out->sink(out->ctx, rp_buf_data(b), held);
-	pthread_rwlock_unlock(&in->io);
+	rp_rwlock_unlock(&in->io);
 	bufpool_put(fs, b);
 	if (rc < 0) {
 		rp_warn("read of inode %llu at %llu: %s", (unsigned long long)ino,
@@ -295,7 +296,7 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 	if (done && !fs->ro && fs_writable(fs) == 0) {
 		/* relatime: note an access when atime is older than the last change
 		 * or more than a day old */
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		struct timespec now = fs_now();
 		if (ts_le(in->atime, in->mtime) || ts_le(in->atime, in->ctime) ||
 		    now.tv_sec - in->atime.tv_sec > 86400) {
@@ -304,7 +305,7 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 			r.atime = now;
 			fs_commit(fs, &r, 1);
 		}
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	}
 	return (ssize_t)done;
 }
@@ -318,9 +319,9 @@ static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_e
 	/* data never takes the reserve (space.c); blocks kept ahead count as
 	 * free space, so they are inside this check too */
 	if (!space_available(fs, want)) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = space_check_locked(fs, want);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		if (rc < 0)
 			return rc;
 	}
@@ -372,11 +373,11 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 	uint64_t end = fb + count, b = fb;
 	while (b < end) {
 		/* skip what is mapped */
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		size_t i = emap_find(&in->map, b);
 		uint64_t next_mapped = i < in->map.n ? in->map.v[i].fblock : UINT64_MAX;
 		uint64_t mapped_end = i < in->map.n ? in->map.v[i].fblock + in->map.v[i].count : 0;
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		if (next_mapped <= b) {
 			b = mapped_end;
 			continue;
@@ -488,8 +489,8 @@ static bool lock_overwrite(struct rp_fs *fs, struct rp_inode *in, uint64_t off, 
 	const uint64_t B = fs->block_size;
 	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off)
 		return false;
-	pthread_rwlock_rdlock(&in->io);
-	pthread_mutex_lock(&fs->mu);
+	rp_rwlock_rdlock(&in->io, RP_LK_INODE_IO);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	uint64_t b = off / B, end = (off + len + B - 1) / B;
 	bool inside = off + len <= in->size;
 	for (size_t i = emap_find(&in->map, b); inside && b < end; i++) {
@@ -498,9 +499,9 @@ static bool lock_overwrite(struct rp_fs *fs, struct rp_inode *in, uint64_t off, 
 		else
 			b = in->map.v[i].fblock + in->map.v[i].count;
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (!inside)
-		pthread_rwlock_unlock(&in->io);
+		rp_rwlock_unlock(&in->io);
 	return inside;
 }
 
@@ -521,11 +522,11 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	if (len == 0)
 		return 0;
 	if (append || !lock_overwrite(fs, in, off, len))
-		pthread_rwlock_wrlock(&in->io);
+		rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	if (append) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		off = in->size;
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	}
 	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off) {
 		rc = -EFBIG;
@@ -535,9 +536,9 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 		goto out;
 	if ((rc = zero_new(fs, runs, nruns, off, off + len, &z)) < 0)
 		goto out;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	rc = data_zero_tail(fs, in, off + len);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (rc < 0)
 		goto out;
 	if ((rc = bufpool_get(fs, &b, false)) < 0)
@@ -545,9 +546,9 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	for (size_t done = 0; done < len && rc == 0;) {
 		uint64_t pos = off + done, chunk = RP_MIN((uint64_t)(len - done), (uint64_t)rp_buf_len(b));
 		/* the pieces come from the current map plus the new runs */
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		size_t n = map_pieces(fs, in, pos, chunk, ps, 256);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		for (size_t i = 0; i < n; i++) {
 			if (ps[i].pool >= 0)
 				continue;
@@ -576,9 +577,9 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	bufpool_put(fs, b);
 	if (rc < 0)
 		goto out;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	rc = commit_runs(fs, in, runs, nruns, off + len, true);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (rc == 0) {
 		free(runs);
 		runs = NULL;
@@ -587,13 +588,13 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 out:
 	if (runs)
 		free_runs(fs, runs, nruns); /* never logged: give them back */
-	pthread_rwlock_unlock(&in->io);
+	rp_rwlock_unlock(&in->io);
 	/* the data, or the zeroing around it or past the old end, may have
 	 * reached some copies only */
 	if (rc < 0 && rc != -ENOSPC && rc != -EFBIG && fs->ps->place.replicas > 1) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		uint64_t from = RP_MIN(off, in->size);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		diverged_note(fs, ino, from, off + len - from);
 	}
 	if (rc < 0) {
@@ -729,21 +730,21 @@ static int allocate(struct rp_fs *fs, struct rp_inode *in, uint64_t off, uint64_
 	int rc = 0;
 	if (zero) {
 		/* before the new blocks are mapped, so only old ones are zeroed */
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = zero_mapped(fs, in, off, off + len);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	}
 	if (rc == 0)
 		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
 	if (rc == 0)
 		rc = zero_new(fs, runs, nruns, 0, 0, NULL);
 	if (rc == 0) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		uint64_t size = keep_size ? in->size : RP_MAX(in->size, off + len);
 		rc = data_zero_tail(fs, in, size);
 		if (rc == 0)
 			rc = commit_runs(fs, in, runs, nruns, size, !keep_size || zero);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	}
 	if (rc < 0)
 		free_runs(fs, runs, nruns);
@@ -772,16 +773,16 @@ int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off,
 	struct rp_inode *in;
 	if ((rc = regular_file(fs, ino, &in)) < 0)
 		return rc == -EINVAL ? -ENODEV : rc; /* fallocate(2) says ENODEV for those */
-	pthread_rwlock_wrlock(&in->io);
+	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	if (mode & RP_FALLOC_PUNCH_HOLE) {
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = punch_hole(fs, in, off, len);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	} else {
 		rc = allocate(fs, in, off, len, mode & RP_FALLOC_KEEP_SIZE,
 			      mode & RP_FALLOC_ZERO_RANGE);
 	}
-	pthread_rwlock_unlock(&in->io);
+	rp_rwlock_unlock(&in->io);
 	/* zeroing that failed on a copy may have reached the others */
 	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1)
 		diverged_note(fs, ino, off, len);
@@ -792,7 +793,7 @@ int rp_fs_lseek(struct rp_fs *fs, uint64_t ino, uint64_t off, int whence, uint64
 {
 	const uint64_t B = fs->block_size;
 	int rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in) {
 		rc = -ENOENT;
@@ -820,6 +821,6 @@ int rp_fs_lseek(struct rp_fs *fs, uint64_t ino, uint64_t off, int whence, uint64
 		rc = -EINVAL;
 	}
 done:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -38,7 +39,7 @@ void diverged_fini(struct rp_fs *fs)
 
 void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 {
-	pthread_mutex_lock(&fs->div_mu);
+	rp_mutex_lock(&fs->div_mu, RP_LK_DIVERGED);
 	/* the same file's range again, or one next to it: one entry */
 	for (size_t i = fs->ndiv; i-- > 0 && fs->ndiv - i <= 16;) {
 		struct rp_diverged *d = &fs->div[i];
@@ -46,12 +47,12 @@ void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 			uint64_t end = RP_MAX(d->off + d->len, off + len);
 			d->off = RP_MIN(d->off, off);
 			d->len = end - d->off;
-			pthread_mutex_unlock(&fs->div_mu);
+			rp_mutex_unlock(&fs->div_mu);
 			return;
 		}
 	}
 	if (fs->ndiv >= DIVERGED_MAX) {
-		pthread_mutex_unlock(&fs->div_mu);
+		rp_mutex_unlock(&fs->div_mu);
 		rp_err("volume \"%s\": too many ranges whose copies may differ to note inode %llu's: "
 		       "'rdmapool fsck' finds them", fs->vol.name, (unsigned long long)ino);
 		return;
@@ -60,7 +61,7 @@ void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 		size_t cap = fs->capdiv ? fs->capdiv * 2 : 16;
 		struct rp_diverged *v = realloc(fs->div, cap * sizeof(*v));
 		if (!v) {
-			pthread_mutex_unlock(&fs->div_mu);
+			rp_mutex_unlock(&fs->div_mu);
 			rp_err("volume \"%s\": no memory to note that the copies of inode %llu may "
 			       "differ: 'rdmapool fsck' finds them", fs->vol.name,
 			       (unsigned long long)ino);
@@ -70,7 +71,7 @@ void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 		fs->capdiv = cap;
 	}
 	fs->div[fs->ndiv++] = (struct rp_diverged){ .ino = ino, .off = off, .len = len };
-	pthread_mutex_unlock(&fs->div_mu);
+	rp_mutex_unlock(&fs->div_mu);
 }
 
 /* The extents of the file's map that cover [off, off + len), fs->mu held. */
@@ -96,28 +97,28 @@ static int range_extents(struct rp_fs *fs, const struct rp_inode *in, uint64_t o
 /* One noted range: 0 done (or its file is gone), else to try again. */
 static int resync_range(struct rp_fs *fs, const struct rp_diverged *d, void *buf)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = itable_get(&fs->it, d->ino);
 	if (!in || !S_ISREG(in->mode)) {
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		return 0; /* its blocks went back, and a new owner writes them whole */
 	}
 	in->nopen++; /* not freed meanwhile */
-	pthread_mutex_unlock(&fs->mu);
-	pthread_rwlock_wrlock(&in->io);
+	rp_mutex_unlock(&fs->mu);
+	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	struct rp_extvec ext = { 0 };
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = range_extents(fs, in, d->off, d->len, &ext);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	for (size_t i = 0; i < ext.n && rc == 0; i++)
 		if ((rc = lease_guard(fs)) == 0)
 			rc = copies_resync_extent(fs, &ext.v[i], buf);
-	pthread_rwlock_unlock(&in->io);
+	rp_rwlock_unlock(&in->io);
 	extvec_free(&ext);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in->nopen--;
 	fs_maybe_purge(fs, in);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -136,17 +137,17 @@ static bool all_answer(struct rp_fs *fs)
 size_t diverged_resync(struct rp_fs *fs)
 {
 	bool answer = all_answer(fs);
-	pthread_mutex_lock(&fs->div_mu);
+	rp_mutex_lock(&fs->div_mu, RP_LK_DIVERGED);
 	if (fs->ndiv && !answer) {
 		size_t n = fs->ndiv;
-		pthread_mutex_unlock(&fs->div_mu);
+		rp_mutex_unlock(&fs->div_mu);
 		return n;
 	}
 	struct rp_diverged *v = fs->div;
 	size_t n = fs->ndiv, fixed = 0;
 	fs->div = NULL;
 	fs->ndiv = fs->capdiv = 0;
-	pthread_mutex_unlock(&fs->div_mu);
+	rp_mutex_unlock(&fs->div_mu);
 	if (n == 0)
 		return 0;
 	void *buf = malloc(COPY_CHUNK);

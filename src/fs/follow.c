@@ -11,6 +11,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -30,8 +31,8 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 {
 	struct follow_ctx *c = arg;
 	if (!c->locked) {
-		pthread_rwlock_wrlock(&c->fs->apply);
-		pthread_mutex_lock(&c->fs->mu);
+		rp_rwlock_wrlock(&c->fs->apply, RP_LK_APPLY);
+		rp_mutex_lock(&c->fs->mu, RP_LK_FS);
 		c->locked = true;
 	}
 	int rc = state_apply(c->fs, r, NULL);
@@ -41,8 +42,8 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 		c->err = rc;
 	}
 	if (r->flags & REC_F_END) {
-		pthread_mutex_unlock(&c->fs->mu);
-		pthread_rwlock_unlock(&c->fs->apply);
+		rp_mutex_unlock(&c->fs->mu);
+		rp_rwlock_unlock(&c->fs->apply);
 		c->locked = false;
 	}
 	return 0; /* one bad record does not stop the others */
@@ -63,16 +64,16 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	int rc = state_load(tmp, &segs, err, sizeof(err));
 	extvec_free(&segs);
 	if (rc == 0) {
-		pthread_rwlock_wrlock(&fs->apply);
-		pthread_mutex_lock(&fs->mu);
+		rp_rwlock_wrlock(&fs->apply, RP_LK_APPLY);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		struct rp_itable it = fs->it;
 		fs->it = tmp->it;
 		tmp->it = it;
 		fs->next_ino = tmp->next_ino;
 		fs->vol = *v;
 		fs->tail = tmp->tail;
-		pthread_mutex_unlock(&fs->mu);
-		pthread_rwlock_unlock(&fs->apply);
+		rp_mutex_unlock(&fs->mu);
+		rp_rwlock_unlock(&fs->apply);
 	} else {
 		rp_warn("%s", err);
 	}
@@ -117,8 +118,8 @@ void follow_step(struct rp_fs *fs)
 		uint64_t n;
 		rc = log_tail_read(fs->ps, &fs->tail, follow_apply, &c, NULL, &n);
 		if (c.locked) {
-			pthread_mutex_unlock(&fs->mu);
-			pthread_rwlock_unlock(&fs->apply);
+			rp_mutex_unlock(&fs->mu);
+			rp_rwlock_unlock(&fs->apply);
 		}
 	}
 	if (rc == 0 && reader_set_pos(fs->ps, &fs->reader, fs->tail.epoch, fs->tail.seq) == 0)

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/metrics.h>
 
 #include <errno.h>
@@ -30,9 +31,9 @@ static double log_segments(void *arg)
 static double stale_pools(void *arg)
 {
 	struct rp_fs *fs = arg;
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	double n = fs->place_installed ? __builtin_popcount(fs->place.stale) : 0;
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	return n;
 }
 

@@ -14,6 +14,7 @@
 #include "fs_impl.h"
 
 #include <rdmapool/layout.h>
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -144,9 +145,9 @@ static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
 static int home_mirror(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
 		       size_t len, bool skip_auth)
 {
-	pthread_mutex_lock(&mirror_mu);
+	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 	int rc = home_mirror_locked(ps, auth, off, buf, len, skip_auth);
-	pthread_mutex_unlock(&mirror_mu);
+	rp_mutex_unlock(&mirror_mu);
 	return rc;
 }
 
@@ -198,9 +199,9 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 static int home_atomic(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a, uint64_t b,
 		       uint64_t *old)
 {
-	pthread_mutex_lock(&mirror_mu);
+	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 	int rc = home_atomic_locked(ps, cas, off, a, b, old);
-	pthread_mutex_unlock(&mirror_mu);
+	rp_mutex_unlock(&mirror_mu);
 	return rc;
 }
 
@@ -251,9 +252,9 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
  * words as the authority's (a live lease that looks silent). */
 int home_resync(struct rp_poolset *ps, FILE *out)
 {
-	pthread_mutex_lock(&mirror_mu);
+	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 	int rc = home_resync_locked(ps, out);
-	pthread_mutex_unlock(&mirror_mu);
+	rp_mutex_unlock(&mirror_mu);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -53,7 +54,7 @@ static void *lease_main(void *arg)
 	uint32_t half = fs->lease.period_ms / 2 ? fs->lease.period_ms / 2 : 1;
 	bool warned = false;
 
-	pthread_mutex_lock(&fs->lease_mu);
+	rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
 	while (!fs->lease_stop && !atomic_load(&fs->lease_lost)) {
 		if (!fs->lease_kick)
 			wait_until(fs, half);
@@ -80,7 +81,7 @@ static void *lease_main(void *arg)
 		}
 		pthread_cond_broadcast(&fs->lease_cv);
 	}
-	pthread_mutex_unlock(&fs->lease_mu);
+	rp_mutex_unlock(&fs->lease_mu);
 	return NULL;
 }
 
@@ -98,10 +99,10 @@ void lease_stop(struct rp_fs *fs)
 {
 	if (!fs->lease_running)
 		return;
-	pthread_mutex_lock(&fs->lease_mu);
+	rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
 	fs->lease_stop = true;
 	pthread_cond_broadcast(&fs->lease_cv);
-	pthread_mutex_unlock(&fs->lease_mu);
+	rp_mutex_unlock(&fs->lease_mu);
 	pthread_join(fs->lease_thread, NULL);
 	fs->lease_running = false;
 }
@@ -122,13 +123,13 @@ int lease_guard(struct rp_fs *fs)
 	 * would be an EIO that only a slow CPU caused. */
 	uint64_t deadline = rp_now_ms() + (fs->lease.period_ms ? fs->lease.period_ms : 1000) +
 			    2ull * fs->ps->op_timeout_ms;
-	pthread_mutex_lock(&fs->lease_mu);
+	rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
 	fs->lease_kick = true;
 	pthread_cond_broadcast(&fs->lease_cv);
 	while (!atomic_load(&fs->lease_lost) &&
 	       rp_boot_ms() >= atomic_load(&fs->lease_fresh_until) && rp_now_ms() < deadline)
 		wait_until(fs, deadline - rp_now_ms());
-	pthread_mutex_unlock(&fs->lease_mu);
+	rp_mutex_unlock(&fs->lease_mu);
 	return rp_boot_ms() < atomic_load(&fs->lease_fresh_until) ? 0 : -EIO;
 }
 
@@ -141,9 +142,9 @@ int lease_fence(struct rp_fs *fs)
 		return rc;
 	rc = lease_fence_check(fs->ps, &fs->lease);
 	if (rc == -ESTALE) {
-		pthread_mutex_lock(&fs->lease_mu);
+		rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
 		lost(fs, "fenced: another mounter has taken the volume over");
-		pthread_mutex_unlock(&fs->lease_mu);
+		rp_mutex_unlock(&fs->lease_mu);
 		return -EIO;
 	}
 	return rc;

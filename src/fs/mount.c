@@ -4,6 +4,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -296,7 +297,7 @@ static void *bg_main(void *arg)
 	if (fs->ro)
 		tick = fs->follow_ms;
 
-	pthread_mutex_lock(&fs->bg_mu);
+	rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
 	while (!atomic_load(&fs->stop)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -306,10 +307,10 @@ static void *bg_main(void *arg)
 		pthread_cond_timedwait(&fs->bg_cv, &fs->bg_mu, &ts);
 		if (atomic_load(&fs->stop))
 			break;
-		pthread_mutex_unlock(&fs->bg_mu);
+		rp_mutex_unlock(&fs->bg_mu);
 		if (fs->ro) {
 			follow_step(fs);
-			pthread_mutex_lock(&fs->bg_mu);
+			rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
 			continue;
 		}
 
@@ -319,7 +320,7 @@ static void *bg_main(void *arg)
 		if (!atomic_load(&fs->lease_lost))
 			diverged_resync(fs); /* copies a failed write left different */
 		space_refresh_if_old(fs);
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		if (!atomic_load(&fs->lease_lost)) {
 			if (now - last_flush >= fs->commit_ms) {
 				log_flush(fs, &fs->log);
@@ -331,10 +332,10 @@ static void *bg_main(void *arg)
 				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
 			held_release(fs); /* readers that moved on since the last flush */
 		}
-		pthread_mutex_unlock(&fs->mu);
-		pthread_mutex_lock(&fs->bg_mu);
+		rp_mutex_unlock(&fs->mu);
+		rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
 	}
-	pthread_mutex_unlock(&fs->bg_mu);
+	rp_mutex_unlock(&fs->bg_mu);
 	return NULL;
 }
 
@@ -385,7 +386,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 	}
 	atomic_store(&fs->log_segments, fs->log.segs.n);
 	space_refresh(fs);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	rc = fs->lease.took_over && rp_poolset_replicated(fs->ps) ? copies_resync(fs) : 0;
 	if (rc == 0)
 		rc = checkpoint(fs);
@@ -409,7 +410,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 			rp_info("volume \"%s\": freed %zu orphaned inodes", fs->vol.name, orphans);
 		rc = log_flush(fs, &fs->log);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (rc < 0) {
 		snprintf(err, errlen, "volume \"%s\": starting a new log: %s", fs->vol.name,
 			 strerror(-rc));
@@ -536,10 +537,10 @@ static void bg_stop(struct rp_fs *fs)
 {
 	if (!fs->bg_running)
 		return;
-	pthread_mutex_lock(&fs->bg_mu);
+	rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
 	atomic_store(&fs->stop, true);
 	pthread_cond_signal(&fs->bg_cv);
-	pthread_mutex_unlock(&fs->bg_mu);
+	rp_mutex_unlock(&fs->bg_mu);
 	pthread_join(fs->bg, NULL);
 	fs->bg_running = false;
 }
@@ -553,19 +554,19 @@ int rp_fs_unmount(struct rp_fs *fs)
 		/* A mounter that comes now waits for us instead of refusing; the
 		 * lease thread keeps renewing through the last flush, which may be
 		 * long after a large delete. */
-		pthread_mutex_lock(&fs->lease_mu);
+		rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
 		if (lease_mark_releasing(fs->ps, &fs->lease) < 0)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
 				fs->vol.name);
-		pthread_mutex_unlock(&fs->lease_mu);
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_unlock(&fs->lease_mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)
 			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
 		/* read-only mounts follow within their interval: give them time
 		 * to move past the last frees */
 		held_drain(fs, HELD_DRAIN_MS);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		prealloc_return(fs);
 	}
 	bg_stop(fs);
@@ -598,7 +599,7 @@ int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n)
 {
 	size_t k = 0, cap = 64;
 	uint64_t *v = malloc(cap * sizeof(*v));
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	for (size_t b = 0; v && b < fs->it.nb; b++)
 		for (struct rp_inode *in = fs->it.b[b]; in && v; in = in->hnext) {
 			if (k == cap) {
@@ -612,7 +613,7 @@ int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n)
 			}
 			v[k++] = in->ino;
 		}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (!v)
 		return -ENOMEM;
 	*out = v;
@@ -627,9 +628,9 @@ int rp_fs_sync(struct rp_fs *fs)
 		return 0;
 	if ((rc = fs_writable(fs)))
 		return rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	rc = log_flush(fs, &fs->log);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc < 0 ? -EIO : 0;
 }
 
@@ -643,9 +644,9 @@ int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 {
 	if (!fs->ro && fs_writable(fs) == 0) {
 		/* blocks released by logged deletions are free once the log is out */
-		pthread_mutex_lock(&fs->mu);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		log_flush(fs, &fs->log);
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 	}
 	if (space_refresh(fs) < 0)
 		return -EIO;
@@ -659,10 +660,10 @@ int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 	st->f_blocks = total;
 	st->f_bfree = avail;
 	st->f_bavail = avail;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	st->f_files = avail + fs->it.n;
 	st->f_ffree = avail;
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	st->f_namemax = 255;
 	return 0;
 }

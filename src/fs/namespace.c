@@ -4,6 +4,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -100,9 +101,9 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 			fs->ckpt_retry_ms = rp_now_ms() + 1000;
 		}
 	} else if (checkpoint_due(fs)) {
-		pthread_mutex_lock(&fs->bg_mu);
+		rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
 		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */
-		pthread_mutex_unlock(&fs->bg_mu);
+		rp_mutex_unlock(&fs->bg_mu);
 	}
 	return rc;
 }
@@ -208,54 +209,54 @@ int rp_fs_lookup(struct rp_fs *fs, uint64_t parent, const char *name, struct rp_
 	int rc = check_name(name);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = lookup_locked(fs, parent, name, &c)) == 0) {
 		c->nlookup++;
 		attr_out(fs, c, out);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
 void rp_fs_forget(struct rp_fs *fs, uint64_t ino, uint64_t nlookup)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (in) {
 		in->nlookup = in->nlookup > nlookup ? in->nlookup - nlookup : 0;
 		fs_maybe_purge(fs, in);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 }
 
 int rp_fs_getattr(struct rp_fs *fs, uint64_t ino, struct rp_attr *out)
 {
 	int rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (in)
 		attr_out(fs, in, out);
 	else
 		rc = -ENOENT;
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
 /* Truncate a regular file to size; times as data_truncate. */
 static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	uint32_t mode = in->mode; /* under mu: records (an atime update) rewrite it */
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (S_ISDIR(mode))
 		return -EISDIR;
 	if (!S_ISREG(mode))
 		return -EINVAL;
-	pthread_rwlock_wrlock(&in->io);
-	pthread_mutex_lock(&fs->mu);
+	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = data_truncate(fs, in, size);
-	pthread_mutex_unlock(&fs->mu);
-	pthread_rwlock_unlock(&in->io);
+	rp_mutex_unlock(&fs->mu);
+	rp_rwlock_unlock(&in->io);
 	/* the zeroing of the cut tail's block may have reached some copies only */
 	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1)
 		diverged_note(fs, in->ino, size, fs->block_size);
@@ -271,22 +272,22 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 
 	if ((rc = fs_writable(fs)))
 		return rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in = fs_inode(fs, ino);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	if (!in)
 		return -ENOENT;
 	if (to_set & RP_SET_SIZE) {
 		if ((rc = truncate_file(fs, in, sa->size)) < 0)
 			return rc;
 		if (!(to_set & ~RP_SET_SIZE)) {
-			pthread_mutex_lock(&fs->mu);
+			rp_mutex_lock(&fs->mu, RP_LK_FS);
 			attr_out(fs, in, out);
-			pthread_mutex_unlock(&fs->mu);
+			rp_mutex_unlock(&fs->mu);
 			return 0;
 		}
 	}
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct timespec now = fs_now();
 	struct rp_rec *a = txn_attr(&t, in);
 	if (to_set & RP_SET_MODE)
@@ -309,7 +310,7 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 	rc = fs_commit(fs, t.r, t.n);
 	if (rc == 0)
 		attr_out(fs, in, out);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -327,7 +328,7 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 	if (target && strlen(target) > RP_SYMLINK_MAX)
 		return -ENAMETOOLONG;
 	space_wait(fs, 0);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = get_dir(fs, parent, &p)))
 		goto out;
 	if (p->nlink == 0) {
@@ -373,7 +374,7 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 		attr_out(fs, in, out);
 	}
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -402,7 +403,7 @@ int rp_fs_symlink(struct rp_fs *fs, uint64_t parent, const char *name, const cha
 int rp_fs_readlink(struct rp_fs *fs, uint64_t ino, char *buf, size_t size)
 {
 	int rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in)
 		rc = -ENOENT;
@@ -412,7 +413,7 @@ int rp_fs_readlink(struct rp_fs *fs, uint64_t ino, char *buf, size_t size)
 		snprintf(buf, size, "%s", in->target);
 		rc = (int)strlen(in->target);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -426,7 +427,7 @@ int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *n
 	if ((rc = fs_writable(fs)) || (rc = check_name(newname)))
 		return rc;
 	space_wait(fs, 0);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = get_dir(fs, newparent, &p)))
 		goto out;
 	in = fs_inode(fs, ino);
@@ -464,7 +465,7 @@ int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *n
 		attr_out(fs, in, out);
 	}
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -476,7 +477,7 @@ static int remove_entry(struct rp_fs *fs, uint64_t parent, const char *name, boo
 
 	if ((rc = fs_writable(fs)) || (rc = check_name(name)))
 		return rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = get_dir(fs, parent, &p)))
 		goto out;
 	struct rp_dirent *e = dir_find(p->dir, name);
@@ -509,7 +510,7 @@ static int remove_entry(struct rp_fs *fs, uint64_t parent, const char *name, boo
 	if ((rc = fs_commit(fs, t.r, t.n)) == 0)
 		fs_maybe_purge(fs, c);
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -552,7 +553,7 @@ int rp_fs_rename(struct rp_fs *fs, uint64_t parent, const char *name, uint64_t n
 		return -EINVAL;
 	if (flags & ~(unsigned)(RP_RENAME_EXCHANGE | RP_RENAME_NOREPLACE))
 		return -EINVAL;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = get_dir(fs, parent, &p)) || (rc = get_dir(fs, newparent, &np)))
 		goto out;
 	struct rp_dirent *se = dir_find(p->dir, name), *de = dir_find(np->dir, newname);
@@ -636,14 +637,14 @@ int rp_fs_rename(struct rp_fs *fs, uint64_t parent, const char *name, uint64_t n
 	if ((rc = fs_commit(fs, t.r, t.n)) == 0 && dst && !(flags & RP_RENAME_EXCHANGE))
 		fs_maybe_purge(fs, dst);
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
 int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 {
 	int rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	bool wr = (flags & O_ACCMODE) != O_RDONLY, reg = in && S_ISREG(in->mode);
 	if (!in)
@@ -654,7 +655,7 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 		rc = -EROFS;
 	else
 		in->nopen++;
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	/* O_TRUNC (even with O_RDONLY, as Linux does) empties a regular file and
 	 * always marks mtime and ctime, like open(2) on a local filesystem */
 	if (rc == 0 && (flags & O_TRUNC) && reg) {
@@ -669,21 +670,21 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 
 void rp_fs_release(struct rp_fs *fs, uint64_t ino)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (in && in->nopen) {
 		in->nopen--;
 		fs_maybe_purge(fs, in);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 }
 
 int rp_fs_opendir(struct rp_fs *fs, uint64_t ino)
 {
 	struct rp_inode *in;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = get_dir(fs, ino, &in);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -707,7 +708,7 @@ static int readdir_walk(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn
 			rp_fillplus_fn plus, void *ctx)
 {
 	struct rp_inode *d;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = get_dir(fs, ino, &d);
 	if (rc)
 		goto out;
@@ -723,7 +724,7 @@ static int readdir_walk(struct rp_fs *fs, uint64_t ino, uint64_t off, rp_fill_fn
 			break;
 	}
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -767,7 +768,7 @@ int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void 
 	if (size > RP_XATTR_VALUE_MAX)
 		return -E2BIG;
 	space_wait(fs, 0);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in) {
 		rc = -ENOENT;
@@ -794,7 +795,7 @@ int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void 
 	txn_attr(&t, in)->ctime = fs_now();
 	rc = fs_commit(fs, t.r, t.n);
 out:
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -803,7 +804,7 @@ ssize_t rp_fs_getxattr(struct rp_fs *fs, uint64_t ino, const char *name, void *v
 	ssize_t rc = xattr_name_ok(name);
 	if (rc)
 		return rc == -EOPNOTSUPP ? -ENODATA : rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	struct rp_xattr *x = in ? xattr_get(in, name) : NULL;
 	if (!in)
@@ -818,14 +819,14 @@ ssize_t rp_fs_getxattr(struct rp_fs *fs, uint64_t ino, const char *name, void *v
 		memcpy(value, x->value, x->len);
 		rc = (ssize_t)x->len;
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
 ssize_t rp_fs_listxattr(struct rp_fs *fs, uint64_t ino, char *list, size_t size)
 {
 	ssize_t rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in) {
 		rc = -ENOENT;
@@ -847,7 +848,7 @@ ssize_t rp_fs_listxattr(struct rp_fs *fs, uint64_t ino, char *list, size_t size)
 			rc = (ssize_t)total;
 		}
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -857,7 +858,7 @@ int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name)
 	int rc;
 	if ((rc = fs_writable(fs)) || (rc = xattr_name_ok(name)))
 		return rc == -EOPNOTSUPP ? -ENODATA : rc;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);
 	if (!in)
 		rc = -ENOENT;
@@ -871,6 +872,6 @@ int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name)
 		txn_attr(&t, in)->ctime = fs_now();
 		rc = fs_commit(fs, t.r, t.n);
 	}
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }

@@ -12,6 +12,7 @@
 
 #include <rdmapool/crypto.h>
 #include <rdmapool/layout.h>
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -146,10 +147,10 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 	if (fs->ro)
 		return 0;
 	/* fs->place is read under place_mu too: other writers replace it */
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	int i = place_ring_index(&fs->place, pool), rc = 0;
 	if (i < 0 || fs->place.replicas < 2) {
-		pthread_mutex_unlock(&fs->place_mu);
+		rp_mutex_unlock(&fs->place_mu);
 		return err;
 	}
 	if (!(fs->place.stale & (1u << i)) && last_copy(&fs->place, i)) {
@@ -175,15 +176,15 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 			       "recorded (%s)", fs->vol.name, pool, strerror(-err), strerror(-rc));
 		}
 	}
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	return rc;
 }
 
 struct rp_volplace place_snapshot(struct rp_fs *fs)
 {
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	struct rp_volplace pl = fs->place;
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	return pl;
 }
 
@@ -230,9 +231,9 @@ void place_follow(struct rp_fs *fs)
 	    place_read(fs->ps, fs->slot, &pl) < 0 || pl.seq == fs->place.seq ||
 	    pl.nring != fs->place.nring)
 		return;
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	fs->place = pl;
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	for (uint32_t i = 0; i < pl.nring; i++)
 		fs->ps->pools[pl.ring[i]].stale = (pl.stale >> i) & 1;
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -45,7 +46,7 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 	bool got = false;
 	if (!prealloc_enabled(fs) || pool >= fs->ps->n)
 		return false;
-	pthread_mutex_lock(&fs->prealloc_mu);
+	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
 	struct rp_extent *r = &fs->prealloc[pool];
 	if (r->count) {
 		uint32_t n = RP_MIN(want, r->count);
@@ -54,7 +55,7 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 		r->count -= n;
 		got = true;
 	}
-	pthread_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc_mu);
 	rp_count(got ? &fs->stats.prealloc_hits : &fs->stats.prealloc_misses, 1);
 	return got;
 }
@@ -71,12 +72,12 @@ void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest)
 {
 	if (rest->count == 0)
 		return;
-	pthread_mutex_lock(&fs->prealloc_mu);
+	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
 	struct rp_extent *r = &fs->prealloc[rest->pool];
 	bool kept = r->count == 0;
 	if (kept)
 		*r = *rest;
-	pthread_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc_mu);
 	if (!kept) /* another thread's run got there first */
 		rp_pool_free(fs->ps, rest);
 }
@@ -86,10 +87,10 @@ uint64_t prealloc_held(struct rp_fs *fs)
 	uint64_t n = 0;
 	if (!fs->prealloc)
 		return 0;
-	pthread_mutex_lock(&fs->prealloc_mu);
+	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
 	for (size_t i = 0; i < fs->ps->n; i++)
 		n += fs->prealloc[i].count;
-	pthread_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc_mu);
 	return n;
 }
 
@@ -98,10 +99,10 @@ void prealloc_return(struct rp_fs *fs)
 	if (!fs->prealloc)
 		return;
 	for (size_t i = 0; i < fs->ps->n; i++) {
-		pthread_mutex_lock(&fs->prealloc_mu);
+		rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
 		struct rp_extent r = fs->prealloc[i];
 		fs->prealloc[i].count = 0;
-		pthread_mutex_unlock(&fs->prealloc_mu);
+		rp_mutex_unlock(&fs->prealloc_mu);
 		if (r.count && rp_pool_free(fs->ps, &r) < 0)
 			rp_warn("pool %u: could not give back %u blocks claimed ahead (fsck "
 				"--repair returns them)", r.pool, r.count);

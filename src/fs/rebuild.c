@@ -9,6 +9,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/progress.h>
 
 #include <rdmapool/log.h>
@@ -226,9 +227,9 @@ static int rebuild_pool(struct rebuild *r)
 	next.stale &= ~(1u << i);
 	if ((rc = place_write(fs->ps, fs->slot, &next, false)) < 0)
 		return rc;
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	fs->place = next;
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	p->stale = false;
 	if (fs->pool_ids) {
 		fs->pool_ids[r->pool].known = true;
@@ -502,15 +503,15 @@ static int online_claim(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
 	struct rp_pool *p = &fs->ps->pools[r->pool];
-	pthread_mutex_lock(&fs->mu);
-	pthread_mutex_lock(&fs->prealloc_mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
 	p->filling = true;
 	p->stale = false;
 	r->total = 0;
 	each_extent(fs, count_extent, r);
 	int rc = each_extent(fs, claim_extent, r);
-	pthread_mutex_unlock(&fs->prealloc_mu);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -518,33 +519,33 @@ static int online_claim(struct rebuild *r)
 static int online_copy_inode(struct rebuild *r, uint64_t ino)
 {
 	struct rp_fs *fs = r->fs;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = itable_get(&fs->it, ino);
 	if (!in || !S_ISREG(in->mode) || !in->map.n) {
-		pthread_mutex_unlock(&fs->mu);
+		rp_mutex_unlock(&fs->mu);
 		return 0;
 	}
 	in->nopen++;
-	pthread_mutex_unlock(&fs->mu);
-	pthread_rwlock_wrlock(&in->io);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
+	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_emap map = { .n = in->map.n };
 	map.v = malloc(map.n * sizeof(*map.v));
 	if (map.v)
 		memcpy(map.v, in->map.v, map.n * sizeof(*map.v));
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	int rc = map.v ? 0 : -ENOMEM;
 	for (size_t i = 0; i < map.n && rc == 0 && !atomic_load(&fs->stop); i++) {
 		struct rp_extent e = { .pool = map.v[i].pool, .block = map.v[i].pblock,
 				       .count = map.v[i].count };
 		rc = copy_data(r, &e);
 	}
-	pthread_rwlock_unlock(&in->io);
+	rp_rwlock_unlock(&in->io);
 	free(map.v);
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in->nopen--;
 	fs_maybe_purge(fs, in);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -553,12 +554,12 @@ static int online_copy(struct rebuild *r)
 	struct rp_fs *fs = r->fs;
 	struct rp_extvec inos = { 0 };
 	int rc = 0;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	for (size_t b = 0; b < fs->it.nb && rc == 0; b++)
 		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
 			if (S_ISREG(in->mode) && in->map.n)
 				rc = extvec_push(&inos, &(struct rp_extent){ .block = in->ino });
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	for (size_t i = 0; i < inos.n && rc == 0; i++) {
 		if (atomic_load(&fs->stop))
 			rc = -ECANCELED;
@@ -566,12 +567,12 @@ static int online_copy(struct rebuild *r)
 			rc = online_copy_inode(r, inos.v[i].block);
 	}
 	extvec_free(&inos);
-	pthread_mutex_lock(&fs->mu); /* the log: no flush meanwhile */
+	rp_mutex_lock(&fs->mu, RP_LK_FS); /* the log: no flush meanwhile */
 	for (size_t i = 0; i < fs->log.segs.n && rc == 0; i++)
 		rc = copy_data(r, &fs->log.segs.v[i]);
 	if (rc == 0 && fs->log.have_spare) /* zeroed: the log continues there */
 		rc = copy_data(r, &fs->log.spare);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -583,7 +584,7 @@ static int online_finish(struct rebuild *r)
 	int rc;
 	if (p->stale)
 		return -EIO; /* a write to it failed meanwhile: stale again */
-	pthread_mutex_lock(&fs->place_mu);
+	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	int i = place_ring_index(&fs->place, r->pool);
 	struct rp_volplace next = fs->place;
 	next.stale &= ~(1u << i);
@@ -592,11 +593,11 @@ static int online_finish(struct rebuild *r)
 		rc = place_write(fs->ps, fs->slot, &next, false);
 	if (rc == 0)
 		fs->place = next;
-	pthread_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place_mu);
 	if (rc < 0)
 		return rc;
 	p->filling = false;
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if (fs->pool_ids) {
 		fs->pool_ids[r->pool].known = true;
 		memcpy(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16);
@@ -605,7 +606,7 @@ static int online_finish(struct rebuild *r)
 	 * (and a volume record whose head_tag matches): a replay never meets
 	 * the old pool's uuid before records written since */
 	rc = checkpoint(fs);
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/util.h>
 
 #include <errno.h>
@@ -147,11 +148,11 @@ int space_check_locked(struct rp_fs *fs, uint64_t want)
  * as fast as tmpfs does. */
 bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms)
 {
-	pthread_mutex_lock(&fs->mu);
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	bool freeing = fs->deferred.n > 0;
 	log_flush(fs, &fs->log);
 	bool held = fs->held.n > 0;
-	pthread_mutex_unlock(&fs->mu);
+	rp_mutex_unlock(&fs->mu);
 	uint64_t now = rp_now_ms(), waited = now - start_ms;
 	uint64_t unlinked = atomic_load(&fs->unlinked_held_ms);
 	bool forget_due = unlinked && now - unlinked < SETTLE_FORGET_MS;

@@ -11,6 +11,8 @@
 #include "config.h"
 #include "dio_inval.h"
 
+#include <rdmapool/lock_order.h>
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static struct {
 static void *inval_main(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&q.mu);
+	rp_mutex_lock(&q.mu, RP_LK_DIO_INVAL);
 	for (;;) {
 		while (!q.head && !q.stopping)
 			pthread_cond_wait(&q.cv, &q.mu);
@@ -45,14 +47,14 @@ static void *inval_main(void *arg)
 		q.head = p->next;
 		if (!q.head)
 			q.tail = &q.head;
-		pthread_mutex_unlock(&q.mu);
+		rp_mutex_unlock(&q.mu);
 		/* -ENOENT: the kernel holds no pages of it; either way, answer */
 		fuse_lowlevel_notify_inval_inode(q.se, p->ino, p->off, (off_t)p->n);
 		fuse_reply_write(p->req, p->n);
 		free(p);
-		pthread_mutex_lock(&q.mu);
+		rp_mutex_lock(&q.mu, RP_LK_DIO_INVAL);
 	}
-	pthread_mutex_unlock(&q.mu);
+	rp_mutex_unlock(&q.mu);
 	return NULL;
 }
 
@@ -70,10 +72,10 @@ void rp_dio_inval_stop(void)
 {
 	if (!q.running)
 		return;
-	pthread_mutex_lock(&q.mu);
+	rp_mutex_lock(&q.mu, RP_LK_DIO_INVAL);
 	q.stopping = true;
 	pthread_cond_signal(&q.cv);
-	pthread_mutex_unlock(&q.mu);
+	rp_mutex_unlock(&q.mu);
 	pthread_join(q.thread, NULL); /* answers what is queued first */
 	q.running = false;
 	q.se = NULL;
@@ -87,9 +89,9 @@ void rp_dio_inval_reply(fuse_req_t req, fuse_ino_t ino, off_t off, size_t n)
 		return;
 	}
 	*p = (struct pending){ .req = req, .ino = ino, .off = off, .n = n };
-	pthread_mutex_lock(&q.mu);
+	rp_mutex_lock(&q.mu, RP_LK_DIO_INVAL);
 	*q.tail = p;
 	q.tail = &p->next;
 	pthread_cond_signal(&q.cv);
-	pthread_mutex_unlock(&q.mu);
+	rp_mutex_unlock(&q.mu);
 }

@@ -5,6 +5,7 @@
  * stays cached, so allocations after the first cost one CAS each. */
 #include "config.h"
 #include <rdmapool/bitmap.h>
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
@@ -60,7 +61,7 @@ static int claim_in_span(struct rp_pool *p, uint32_t pool, uint64_t w0, uint64_t
 static void remember(struct rp_pool *p, uint64_t w0, const uint64_t *span, uint64_t n,
 		     const struct rp_extent *got)
 {
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	memcpy(p->span, span, n * 8);
 	p->span_w0 = w0;
 	p->span_n = n;
@@ -68,7 +69,7 @@ static void remember(struct rp_pool *p, uint64_t w0, const uint64_t *span, uint6
 		uint64_t w = got->block / 64;
 		p->cursor = span[w - w0] == ~0ull ? (w + 1) % p->sb.bitmap_words : w;
 	}
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 }
 
 /* After a claim from the tail span[0..n) (words w0..) of the cached span:
@@ -77,14 +78,14 @@ static void merge_span(struct rp_pool *p, uint64_t w0, const uint64_t *span, uin
 		       const struct rp_extent *got)
 {
 	uint64_t full[SPAN_WORDS];
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	bool same = p->span_n && p->span_w0 <= w0 && w0 + n == p->span_w0 + p->span_n;
 	uint64_t fw0 = p->span_w0, fn = p->span_n;
 	if (same) {
 		memcpy(full, p->span, fn * 8);
 		memcpy(full + (w0 - fw0), span, n * 8);
 	}
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 	if (same)
 		remember(p, fw0, full, fn, got);
 }
@@ -106,7 +107,7 @@ int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struc
 		return -EINVAL;
 
 	/* first the cached span, from the cursor on */
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	uint64_t start = p->cursor, words = p->sb.bitmap_words;
 	n = 0;
 	if (p->span_n && start >= p->span_w0 && start < p->span_w0 + p->span_n) {
@@ -114,7 +115,7 @@ int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struc
 		n = p->span_w0 + p->span_n - start;
 		memcpy(span, p->span + (start - p->span_w0), n * 8);
 	}
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 	if (n) {
 		rc = claim_in_span(p, pool, w0, span, n, want, out);
 		if (rc > 0)
@@ -164,10 +165,10 @@ int rp_poolset_alloc(struct rp_poolset *ps, uint32_t first, uint32_t want, struc
 /* Our own free of word w: the cached span shows the blocks free at once. */
 static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
 {
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	if (w >= p->span_w0 && w < p->span_w0 + p->span_n)
 		p->span[w - p->span_w0] = val; /* reusable at once */
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 }
 
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)

@@ -1,6 +1,7 @@
 /* Batched data I/O across pools: a request for many extents becomes one
  * batch of one-sided operations per pool and a single wait. */
 #include "config.h"
+#include <rdmapool/lock_order.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
 
@@ -21,11 +22,11 @@ struct rp_buf {
 int bufs_register(struct rp_poolset *ps, uint32_t pool)
 {
 	int rc = 0;
-	pthread_mutex_lock(&ps->bufs_mu);
+	rp_mutex_lock(&ps->bufs_mu, RP_LK_POOL_BUFS);
 	for (struct rp_buf *b = ps->bufs; b && rc == 0; b = b->next)
 		if (!b->mrs[pool])
 			rc = rp_mr_reg(ps->pools[pool].conn, b->data, b->len ? b->len : 1, &b->mrs[pool]);
-	pthread_mutex_unlock(&ps->bufs_mu);
+	rp_mutex_unlock(&ps->bufs_mu);
 	return rc;
 }
 
@@ -45,7 +46,7 @@ int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out)
 	/* registered and listed in one step: a pool adopted meanwhile
 	 * (bufs_register) either is seen here or sees this buffer */
 	int rc = 0;
-	pthread_mutex_lock(&ps->bufs_mu);
+	rp_mutex_lock(&ps->bufs_mu, RP_LK_POOL_BUFS);
 	for (size_t i = 0; i < ps->n && rc == 0; i++)
 		if (ps->pools[i].conn)
 			rc = rp_mr_reg(ps->pools[i].conn, b->data, len ? len : 1, &b->mrs[i]);
@@ -55,7 +56,7 @@ int rp_buf_alloc(struct rp_poolset *ps, size_t len, struct rp_buf **out)
 			ps->bufs->prev = b;
 		ps->bufs = b;
 	}
-	pthread_mutex_unlock(&ps->bufs_mu);
+	rp_mutex_unlock(&ps->bufs_mu);
 	if (rc < 0) {
 		rp_buf_free(b);
 		return rc;
@@ -71,7 +72,7 @@ void rp_buf_free(struct rp_buf *b)
 {
 	if (!b)
 		return;
-	pthread_mutex_lock(&b->ps->bufs_mu);
+	rp_mutex_lock(&b->ps->bufs_mu, RP_LK_POOL_BUFS);
 	if (b->prev || b->ps->bufs == b) {
 		if (b->prev)
 			b->prev->next = b->next;
@@ -80,7 +81,7 @@ void rp_buf_free(struct rp_buf *b)
 		if (b->next)
 			b->next->prev = b->prev;
 	}
-	pthread_mutex_unlock(&b->ps->bufs_mu);
+	rp_mutex_unlock(&b->ps->bufs_mu);
 	if (b->mrs)
 		for (size_t i = 0; i < b->ps->n; i++)
 			rp_mr_dereg(b->mrs[i]);

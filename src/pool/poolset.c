@@ -2,6 +2,7 @@
  * superblock, and raw access to the regions. */
 #include "config.h"
 #include "pool_impl.h"
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
@@ -187,7 +188,7 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	if (rp_conn_is_up(p->conn))
 		return 0;
 	int rc = 0;
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	if (p->error || rp_conn_is_up(p->conn))
 		goto out;
 	uint64_t now = rp_now_ms();
@@ -227,7 +228,7 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,
 			p->peer.port, rp_transport_name(rp_conn_kind(p->conn)));
 out:
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 	return rc;
 }
 
@@ -261,7 +262,7 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 	struct rp_pool *p = &ps->pools[pool];
 	uint8_t buf[RP_SB_SIZE];
 	struct rp_pool_sb sb;
-	pthread_mutex_lock(&p->mu);
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
 	int rc = adopt_connect(ps, p, err, errlen);
 	if (rc == 0 && (rc = rp_conn_read(p->conn, 0, buf, sizeof(buf))) < 0)
 		snprintf(err, errlen, "peer %u: reading the superblock: %s", pool, strerror(-rc));
@@ -282,7 +283,7 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 		p->error = 0;
 		p->err[0] = 0;
 	}
-	pthread_mutex_unlock(&p->mu);
+	rp_mutex_unlock(&p->mu);
 	return rc < 0 ? rc : bufs_register(ps, pool);
 }
 

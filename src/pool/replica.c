@@ -8,6 +8,7 @@
  * until a rebuild brings it up to date, so it is never read with old data. */
 #include "config.h"
 #include <rdmapool/bitmap.h>
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
 #include <rdmapool/util.h>
@@ -169,9 +170,9 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 		p[j] = &ps->pools[m[j]];
 		words = RP_MIN(words, p[j]->sb.bitmap_words);
 	}
-	pthread_mutex_lock(&p[0]->mu); /* the cursor is shared with the other allocators */
+	rp_mutex_lock(&p[0]->mu, RP_LK_POOL); /* the cursor is shared with the other allocators */
 	uint64_t start = p[0]->cursor % words;
-	pthread_mutex_unlock(&p[0]->mu);
+	rp_mutex_unlock(&p[0]->mu);
 	for (uint64_t scanned = 0; scanned < words;) {
 		uint64_t w0 = (start + scanned) % words, n = RP_MIN((uint64_t)SPAN_WORDS, words - w0);
 		for (unsigned j = 0; j < nm; j++) {
@@ -191,9 +192,9 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 				if (rc < 0)
 					return rc;
 				if (rc == 1) {
-					pthread_mutex_lock(&p[0]->mu);
+					rp_mutex_lock(&p[0]->mu, RP_LK_POOL);
 					p[0]->cursor = w0 + i;
-					pthread_mutex_unlock(&p[0]->mu);
+					rp_mutex_unlock(&p[0]->mu);
 					*out = (struct rp_extent){ .pool = pool, .count = len,
 								   .block = (w0 + i) * 64 + bit };
 					return 0;

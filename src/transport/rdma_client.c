@@ -6,8 +6,10 @@
  * unless the waiting thread polls them itself first (rdma_progress). */
 #include "config.h"
 #include "rdma_common.h"
+#include "rdma_wire.h"
 #include "transport_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 #include <rdmapool/wire.h>
@@ -153,12 +155,12 @@ static void rdma_progress(struct rp_conn *c)
 {
 	struct rdma_conn *rc_ = (struct rdma_conn *)c;
 	struct ibv_wc wc[16];
-	if (pthread_mutex_trylock(&rc_->mu) != 0)
+	if (rp_mutex_trylock(&rc_->mu, RP_LK_CONN) != 0)
 		return;
 	int got = rc_->cq ? ibv_poll_cq(rc_->cq, 16, wc) : 0;
 	for (int i = 0; i < got; i++)
 		handle_wc(rc_, &wc[i]);
-	pthread_mutex_unlock(&rc_->mu);
+	rp_mutex_unlock(&rc_->mu);
 }
 
 static void teardown_qp(struct rdma_conn *rc_)
@@ -202,18 +204,18 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 		return rc;
 	}
 	if (ev->type != want) {
-		if (ev->type == RDMA_CM_EVENT_REJECTED && ev->private_len >= RP_RDMA_REJ_LEN &&
-		    rp_get_le32(ev->private_data) == RP_RDMA_REP_MAGIC &&
-		    rp_get_le16(ev->private_data + 4) == RP_WIRE_VERSION &&
-		    (int32_t)rp_get_le32(ev->private_data + 8) == RP_RDMA_CHALLENGE)
+		int32_t st = 0;
+		uint8_t challenge[RP_NONCE_LEN]; /* dial takes it from ev */
+		int drc = ev->type == RDMA_CM_EVENT_REJECTED
+				  ? rp_rdma_rej_decode(ev->private_data, ev->private_len, &st, challenge)
+				  : -EPROTO;
+		if (drc == 0 && st == RP_RDMA_CHALLENGE)
 			return CHALLENGED;
-		if (ev->type == RDMA_CM_EVENT_REJECTED && ev->private_len >= 12 &&
-		    rp_get_le32(ev->private_data) == RP_RDMA_REP_MAGIC) {
-			int32_t st = (int32_t)rp_get_le32(ev->private_data + 8);
+		if (st != 0) {
 			snprintf(err, errlen, "peer %u (%s:%u): refused: %s", p->id, p->host, p->port,
 				 st == -EACCES ? "authentication failed (wrong cluster secret or name)"
 				 : st == -ENXIO ? "the server at that address is another peer"
-				 : st == -EPROTO ? "the server speaks another protocol version"
+				 : st == -EPROTO || drc < 0 ? "the server speaks another protocol version"
 						 : strerror(-st));
 			return st < 0 ? st : -ECONNREFUSED;
 		}
@@ -357,27 +359,24 @@ static int check_accept(struct rdma_conn *rc_, const uint8_t *cnonce, const uint
 			const struct rp_cm_event *ev, char *err, size_t errlen)
 {
 	struct rp_conn *c = &rc_->base;
-	const uint8_t *rep = ev->private_data;
+	struct rp_rdma_rep rep;
 	uint8_t mac[RP_SHA256_LEN], bind[RP_BIND_SERVER_LEN];
-	if (ev->private_len < RP_RDMA_REP_LEN || rp_get_le32(rep) != RP_RDMA_REP_MAGIC ||
-	    rp_get_le16(rep + 4) != RP_WIRE_VERSION || rp_get_le32(rep + 8) != 0) {
+	if (rp_rdma_rep_decode(ev->private_data, ev->private_len, &rep) < 0) {
 		snprintf(err, errlen, "peer %u: accept carried no rdmapool v%u pool description",
 			 c->peer.id, RP_WIRE_VERSION);
 		return -EPROTO;
 	}
-	uint32_t rkey = rp_get_le32(rep + 12);
-	uint64_t addr = rp_get_le64(rep + 16), size = rp_get_le64(rep + 24);
-	rp_auth_bind_server(bind, c->peer.id, 0, rep + 32, addr, size, rkey);
+	rp_auth_bind_server(bind, c->peer.id, 0, rep.uuid, rep.addr, rep.size, rep.rkey);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_SERVER, cnonce, challenge,
 		    c->cluster_name, bind, sizeof(bind), mac);
-	if (rp_ct_memcmp(mac, rep + 52, RP_SHA256_LEN)) {
+	if (rp_ct_memcmp(mac, rep.mac, RP_SHA256_LEN)) {
 		snprintf(err, errlen, "peer %u: server failed to prove the cluster secret", c->peer.id);
 		return -EACCES;
 	}
-	c->rkey = rkey;
-	c->remote_addr = addr;
-	c->region_size = size;
-	memcpy(c->pool_uuid, rep + 32, 16);
+	c->rkey = rep.rkey;
+	c->remote_addr = rep.addr;
+	c->region_size = rep.size;
+	memcpy(c->pool_uuid, rep.uuid, 16);
 	return 0;
 }
 
@@ -409,7 +408,8 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 		}
 		return rc;
 	}
-	memcpy(challenge, ev.private_data + 12, RP_NONCE_LEN);
+	int32_t st;
+	rp_rdma_rej_decode(ev.private_data, ev.private_len, &st, challenge); /* checked: CHALLENGED */
 	teardown_qp(rc_);
 
 	request_head(req, RP_RDMA_AUTH, c->peer.id);
@@ -444,7 +444,7 @@ static int rdma_reconnect(struct rp_conn *c, char *err, size_t errlen)
 	struct rdma_conn *rc_ = (struct rdma_conn *)c;
 	int rc = 0;
 
-	pthread_mutex_lock(&rc_->mu);
+	rp_mutex_lock(&rc_->mu, RP_LK_CONN);
 	if (atomic_load(&rc_->dead)) {
 		teardown_qp(rc_);
 		rc = dial(rc_, err, errlen);
@@ -453,7 +453,7 @@ static int rdma_reconnect(struct rp_conn *c, char *err, size_t errlen)
 			teardown_qp(rc_);
 		}
 	}
-	pthread_mutex_unlock(&rc_->mu);
+	rp_mutex_unlock(&rc_->mu);
 	return rc;
 }
 
@@ -468,7 +468,7 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 	struct ibv_send_wr wrs[RP_GROUP_MAX], *bad;
 	struct ibv_sge sges[RP_GROUP_MAX];
 
-	pthread_mutex_lock(&rc_->mu);
+	rp_mutex_lock(&rc_->mu, RP_LK_CONN);
 	int rc = atomic_load(&rc_->dead) ? -ENOTCONN : 0;
 	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
 		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
@@ -527,7 +527,7 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 			rc = perr;
 		}
 	}
-	pthread_mutex_unlock(&rc_->mu);
+	rp_mutex_unlock(&rc_->mu);
 }
 
 static void rdma_abort(struct rp_conn *c, int err)

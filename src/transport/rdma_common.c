@@ -3,6 +3,7 @@
 #include "config.h"
 #include "rdma_common.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/util.h>
 
 #include <errno.h>
@@ -21,7 +22,7 @@ static struct {
 struct ibv_pd *rp_rdma_pd_for(struct ibv_context *ctx)
 {
 	struct ibv_pd *pd = NULL;
-	pthread_mutex_lock(&pd_mu);
+	rp_mutex_lock(&pd_mu, RP_LK_RDMA_PD);
 	for (int i = 0; i < MAX_DEVICES; i++) {
 		if (pds[i].ctx == ctx) {
 			pd = pds[i].pd;
@@ -36,7 +37,7 @@ struct ibv_pd *rp_rdma_pd_for(struct ibv_context *ctx)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&pd_mu);
+	rp_mutex_unlock(&pd_mu);
 	return pd;
 }
 
@@ -79,11 +80,4 @@ int rp_rdma_wc_errno(enum ibv_wc_status s)
 	case IBV_WC_REM_OP_ERR: return -EREMOTEIO;
 	default: return -EIO;
 	}
-}
-
-void rp_rdma_auth_bind(uint8_t *bind, uint32_t peer, uint64_t session, uint64_t gen)
-{
-	rp_put_le32(bind, peer);
-	rp_put_le64(bind + 4, session);
-	rp_put_le64(bind + 12, gen);
 }

@@ -26,7 +26,4 @@ int rp_rdma_next_event(struct rdma_event_channel *ch, int timeout_ms, struct rp_
 /* Work completion status to a negative errno. */
 int rp_rdma_wc_errno(enum ibv_wc_status s);
 
-/* What the AUTH's MAC binds (wire.h): peer id, session, generation. */
-void rp_rdma_auth_bind(uint8_t *bind, uint32_t peer, uint64_t session, uint64_t gen);
-
 #endif

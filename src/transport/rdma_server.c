@@ -7,6 +7,7 @@
 #include "config.h"
 #include "listener.h"
 #include "rdma_common.h"
+#include "rdma_wire.h"
 #include "transport_impl.h"
 
 #include <rdmapool/log.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 
 #define MAX_DEVICES 8
-#define CHALLENGES 256 /* outstanding at once; the oldest is dropped */
 
 struct client_qp {
 	struct rdma_cm_id *id;
@@ -44,13 +44,7 @@ struct rdma_listener {
 		struct ibv_context *ctx;
 		struct ibv_mr *mr;
 	} mrs[MAX_DEVICES];
-	struct {                 /* challenges handed out, each good once */
-		uint8_t challenge[RP_NONCE_LEN], cnonce[RP_NONCE_LEN];
-		uint64_t session, gen;   /* as the HELLO named them */
-		uint64_t expires_ms;     /* rp_now_ms: monotonic, no wall clocks */
-		bool live;
-	} ch[CHALLENGES];
-	unsigned ch_next;
+	struct rp_rdma_challenges challenges;
 	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
 };
 
@@ -92,61 +86,17 @@ static void reject(struct rdma_cm_id *id, int32_t status, const uint8_t *challen
 	rdma_destroy_id(id);
 }
 
-/* A HELLO: remember its nonce with a fresh challenge, and send that. */
-static void challenge(struct rdma_listener *l, struct rdma_cm_id *id, const uint8_t *req)
-{
-	unsigned i = l->ch_next;
-	l->ch_next = (i + 1) % CHALLENGES;
-	rp_random_bytes(l->ch[i].challenge, RP_NONCE_LEN);
-	memcpy(l->ch[i].cnonce, req + 16, RP_NONCE_LEN);
-	l->ch[i].session = rp_get_le64(req + RP_RDMA_HELLO_SESSION_OFF);
-	l->ch[i].gen = rp_get_le64(req + RP_RDMA_HELLO_GEN_OFF);
-	l->ch[i].expires_ms = rp_now_ms() + RP_RDMA_CHALLENGE_MS;
-	l->ch[i].live = true;
-	reject(id, RP_RDMA_CHALLENGE, l->ch[i].challenge);
-}
-
-/* An AUTH: the challenge must be ours, live and unused (it is used up
- * now), and the MAC over it, the client's nonce, the peer id and the
- * session and generation its HELLO named right. The client's nonce is
- * returned for the accept's MAC, and the session and generation. */
-static int32_t verify_auth(struct rdma_listener *l, const uint8_t *req, uint8_t *cnonce,
-			   uint64_t *session, uint64_t *gen)
-{
-	uint8_t mac[RP_SHA256_LEN], bind[RP_RDMA_BIND_LEN];
-	unsigned i;
-	for (i = 0; i < CHALLENGES; i++)
-		if (l->ch[i].live && rp_ct_memcmp(l->ch[i].challenge, req + 16, RP_NONCE_LEN) == 0)
-			break;
-	if (i == CHALLENGES || rp_now_ms() >= l->ch[i].expires_ms)
-		return -ETIME;
-	l->ch[i].live = false;
-	memcpy(cnonce, l->ch[i].cnonce, RP_NONCE_LEN);
-	*session = l->ch[i].session;
-	*gen = l->ch[i].gen;
-	rp_rdma_auth_bind(bind, rp_get_le32(req + 8), *session, *gen);
-	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_CLIENT, req + 16, cnonce,
-		    l->p.cluster_name, bind, sizeof(bind), mac);
-	if (rp_ct_memcmp(mac, req + 32, RP_RDMA_REQ_MAC_LEN))
-		return -EACCES;
-	if (rp_get_le32(req + 8) != l->p.self->id)
-		return -ENXIO;
-	return 0;
-}
-
 /* HELLO gets a challenge (1), AUTH is verified (0 or a negative errno). */
-static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev, uint8_t *cnonce,
-			      uint64_t *session, uint64_t *gen)
+static int32_t verify_request(struct rdma_listener *l, const struct rp_cm_event *ev,
+			      struct rp_rdma_req *req, uint8_t *cnonce, uint64_t *session,
+			      uint64_t *gen)
 {
-	const uint8_t *req = ev->private_data;
-	if (ev->private_len < RP_RDMA_REQ_LEN || rp_get_le32(req) != RP_RDMA_REQ_MAGIC ||
-	    rp_get_le16(req + 4) != RP_WIRE_VERSION)
+	if (rp_rdma_req_decode(ev->private_data, ev->private_len, req) < 0)
 		return -EPROTO;
-	if (rp_get_le16(req + 6) == RP_RDMA_HELLO)
+	if (req->kind == RP_RDMA_HELLO)
 		return RP_RDMA_CHALLENGE;
-	if (rp_get_le16(req + 6) != RP_RDMA_AUTH)
-		return -EPROTO;
-	return verify_auth(l, req, cnonce, session, gen);
+	struct rp_rdma_verifier v = { l->secret, l->p.secret_len, l->p.cluster_name, l->p.self->id };
+	return rp_rdma_challenge_redeem(&l->challenges, req, &v, rp_now_ms(), cnonce, session, gen);
 }
 
 /* A connect of a session older than one accepted already comes too late. */
@@ -181,13 +131,15 @@ static void fence_older(struct rdma_listener *l, uint64_t session, uint64_t gen)
 static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
-	uint8_t cnonce[RP_NONCE_LEN];
+	uint8_t cnonce[RP_NONCE_LEN], challenge[RP_NONCE_LEN];
 	uint64_t session = 0, gen = 0;
-	int32_t status = verify_request(l, ev, cnonce, &session, &gen);
+	struct rp_rdma_req req;
+	int32_t status = verify_request(l, ev, &req, cnonce, &session, &gen);
 	if (status == 0 && superseded(l, session, gen))
 		status = -ESTALE;
 	if (status == RP_RDMA_CHALLENGE) {
-		challenge(l, id, ev->private_data);
+		rp_rdma_challenge_issue(&l->challenges, &req, rp_now_ms(), challenge);
+		reject(id, RP_RDMA_CHALLENGE, challenge);
 		return;
 	}
 	if (status < 0) {
@@ -238,7 +190,7 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 	memcpy(rep + 32, l->p.pool_uuid, 16);
 	rp_auth_bind_server(bind, l->p.self->id, 0, l->p.pool_uuid, addr, l->p.size, mr->rkey);
 	rp_auth_mac(l->secret, l->p.secret_len, RP_AUTH_LABEL_SERVER, cnonce,
-		    ev->private_data + 16, l->p.cluster_name, bind, sizeof(bind), rep + 52);
+		    req.nonce, l->p.cluster_name, bind, sizeof(bind), rep + 52);
 	struct rdma_conn_param cp = {
 		.private_data = rep,
 		.private_data_len = sizeof(rep),

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "transport_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 #include <rdmapool/wire.h>
@@ -224,7 +225,7 @@ static void mark_dead(struct tcp_conn *tc, int err)
 	int expected = 0;
 	atomic_compare_exchange_strong(&tc->dead_err, &expected, err);
 	atomic_store(&tc->dead, true);
-	pthread_mutex_lock(&tc->fd_mu);
+	rp_mutex_lock(&tc->fd_mu, RP_LK_CONN_FD);
 	if (tc->fd >= 0 && err == -ESHUTDOWN) {
 		shutdown(tc->fd, SHUT_RDWR);
 	} else if (tc->fd >= 0) {
@@ -232,7 +233,7 @@ static void mark_dead(struct tcp_conn *tc, int err)
 		shutdown(tc->fd, SHUT_RD);
 		connect(tc->fd, &unspec, sizeof(unspec)); /* tcp_disconnect: RST, queue purged */
 	}
-	pthread_mutex_unlock(&tc->fd_mu);
+	rp_mutex_unlock(&tc->fd_mu);
 }
 
 static void *rx_main(void *arg)
@@ -283,7 +284,7 @@ static int tcp_reconnect(struct rp_conn *c, char *err, size_t errlen)
 	struct tcp_conn *tc = (struct tcp_conn *)c;
 	int fd, rc = 0;
 
-	pthread_mutex_lock(&tc->mu);
+	rp_mutex_lock(&tc->mu, RP_LK_CONN);
 	if (!atomic_load(&tc->dead))
 		goto out;
 	if (tc->rx_running) {
@@ -293,11 +294,11 @@ static int tcp_reconnect(struct rp_conn *c, char *err, size_t errlen)
 	rc = dial(tc, &fd, err, errlen);
 	if (rc < 0)
 		goto out;
-	pthread_mutex_lock(&tc->fd_mu);
+	rp_mutex_lock(&tc->fd_mu, RP_LK_CONN_FD);
 	if (tc->fd >= 0)
 		close(tc->fd);
 	tc->fd = fd;
-	pthread_mutex_unlock(&tc->fd_mu);
+	rp_mutex_unlock(&tc->fd_mu);
 	atomic_store(&tc->dead_err, 0);
 	atomic_store(&tc->dead, false);
 	rp_inflight_open(&tc->inflight);
@@ -308,7 +309,7 @@ static int tcp_reconnect(struct rp_conn *c, char *err, size_t errlen)
 	}
 	tc->rx_running = true;
 out:
-	pthread_mutex_unlock(&tc->mu);
+	rp_mutex_unlock(&tc->mu);
 	return rc;
 }
 
@@ -321,7 +322,7 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 {
 	struct tcp_conn *tc = (struct tcp_conn *)c;
 
-	pthread_mutex_lock(&tc->mu);
+	rp_mutex_lock(&tc->mu, RP_LK_CONN);
 	int rc = atomic_load(&tc->dead) ? -ENOTCONN : 0;
 	for (size_t base = 0; base < n; base += RP_GROUP_MAX) {
 		uint32_t gn = (uint32_t)RP_MIN(n - base, RP_GROUP_MAX);
@@ -364,7 +365,7 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 			mark_dead(tc, rc);
 		}
 	}
-	pthread_mutex_unlock(&tc->mu);
+	rp_mutex_unlock(&tc->mu);
 }
 
 static void tcp_abort(struct rp_conn *c, int err)

@@ -6,6 +6,7 @@
 #include "listener.h"
 #include "transport_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 #include <rdmapool/wire.h>
@@ -70,7 +71,7 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 {
 	struct session *s = NULL;
 	int free_slot = -1;
-	pthread_mutex_lock(&l->mu);
+	rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
 	for (int i = 0; i < MAX_CLIENTS && !s; i++) {
 		if (l->sessions[i] && l->sessions[i]->id == id)
 			s = l->sessions[i];
@@ -83,7 +84,7 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 		l->sessions[free_slot] = s;
 	}
 	if (!s) {
-		pthread_mutex_unlock(&l->mu);
+		rp_mutex_unlock(&l->mu);
 		return -ENOMEM;
 	}
 	s->refs++;
@@ -99,12 +100,12 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 		rp_info("client %s: a newer connection of its client: %d older one(s) fenced",
 			cl->who, fenced);
 	l->cls[cl->slot] = cl;
-	pthread_mutex_unlock(&l->mu);
-	pthread_rwlock_wrlock(&s->lock);
+	rp_mutex_unlock(&l->mu);
+	rp_rwlock_wrlock(&s->lock, RP_LK_SESSION);
 	int32_t st = gen > s->gen ? 0 : -ESTALE;
 	if (st == 0)
 		s->gen = gen;
-	pthread_rwlock_unlock(&s->lock);
+	rp_rwlock_unlock(&s->lock);
 	return st;
 }
 
@@ -113,9 +114,9 @@ static bool superseded(struct client *cl)
 {
 	if (!cl->sess)
 		return false;
-	pthread_rwlock_rdlock(&cl->sess->lock);
+	rp_rwlock_rdlock(&cl->sess->lock, RP_LK_SESSION);
 	bool old = cl->sess->gen != cl->gen;
-	pthread_rwlock_unlock(&cl->sess->lock);
+	rp_rwlock_unlock(&cl->sess->lock);
 	return old;
 }
 
@@ -318,9 +319,9 @@ static int serve(struct client *cl)
 		/* fenced: a newer connect of this client was accepted, and it
 		 * counts on nothing of this one landing after its welcome */
 		if (cl->sess)
-			pthread_rwlock_rdlock(&cl->sess->lock);
+			rp_rwlock_rdlock(&cl->sess->lock, RP_LK_SESSION);
 		if (cl->sess && cl->sess->gen != cl->gen) {
-			pthread_rwlock_unlock(&cl->sess->lock);
+			rp_rwlock_unlock(&cl->sess->lock);
 			return -ESTALE;
 		}
 		switch (status == 0 ? opc : 0) {
@@ -339,7 +340,7 @@ static int serve(struct client *cl)
 				rc = rp_discard_full(cl->fd, len);
 		}
 		if (cl->sess)
-			pthread_rwlock_unlock(&cl->sess->lock);
+			rp_rwlock_unlock(&cl->sess->lock);
 		if (rc < 0)
 			return rc;
 		uint32_t rlen = (opc == RP_OP_READ && status == 0) ? len : 0;
@@ -386,13 +387,13 @@ static void *client_main(void *arg)
 		else
 			rp_info("client %s disconnected", cl->who);
 	}
-	pthread_mutex_lock(&l->mu);
+	rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
 	session_leave(l, cl);
 	close(cl->fd);
 	l->clients[cl->slot] = -1;
 	if (--l->nclients == 0)
 		pthread_cond_broadcast(&l->idle);
-	pthread_mutex_unlock(&l->mu);
+	rp_mutex_unlock(&l->mu);
 	free(cl);
 	return NULL;
 }
@@ -417,7 +418,7 @@ static void *accept_main(void *arg)
 		}
 		struct client *cl = calloc(1, sizeof(*cl));
 		pthread_t t;
-		pthread_mutex_lock(&l->mu);
+		rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
 		int slot = -1;
 		for (int i = 0; i < MAX_CLIENTS && cl; i++)
 			if (l->clients[i] < 0) {
@@ -425,7 +426,7 @@ static void *accept_main(void *arg)
 				break;
 			}
 		if (slot < 0 || atomic_load(&l->stopping)) {
-			pthread_mutex_unlock(&l->mu);
+			rp_mutex_unlock(&l->mu);
 			rp_warn("refusing client: %s", slot < 0 ? "too many clients" : "shutting down");
 			close(fd);
 			free(cl);
@@ -437,15 +438,15 @@ static void *accept_main(void *arg)
 		describe(&ss, cl->who, sizeof(cl->who));
 		l->clients[slot] = fd;
 		l->nclients++;
-		pthread_mutex_unlock(&l->mu);
+		rp_mutex_unlock(&l->mu);
 		pthread_attr_t attr;
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		if (pthread_create(&t, &attr, client_main, cl) != 0) {
-			pthread_mutex_lock(&l->mu);
+			rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
 			l->clients[slot] = -1;
 			l->nclients--;
-			pthread_mutex_unlock(&l->mu);
+			rp_mutex_unlock(&l->mu);
 			close(fd);
 			free(cl);
 		}
@@ -461,13 +462,13 @@ static void tcp_stop(struct rp_listener *h)
 	shutdown(l->lfd, SHUT_RDWR);
 	pthread_join(l->acceptor, NULL);
 	close(l->lfd);
-	pthread_mutex_lock(&l->mu);
+	rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (l->clients[i] >= 0)
 			shutdown(l->clients[i], SHUT_RDWR);
 	while (l->nclients > 0)
 		pthread_cond_wait(&l->idle, &l->mu);
-	pthread_mutex_unlock(&l->mu);
+	rp_mutex_unlock(&l->mu);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->idle);
 	memset(l->secret, 0, sizeof(l->secret));

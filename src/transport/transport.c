@@ -3,6 +3,7 @@
 #include "config.h"
 #include "transport_impl.h"
 
+#include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
 
@@ -50,7 +51,7 @@ void rp_completion_destroy(struct rp_completion *comp)
 void rp_op_complete(struct rp_op *op, int status)
 {
 	struct rp_completion *comp = op->comp_;
-	pthread_mutex_lock(&comp->mu);
+	rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 	op->status = status;
 	if (op->conn_idx_ >= 0 && --comp->pending[op->conn_idx_] == 0 && status >= 0) {
 		struct rp_conn *c = comp->conns[op->conn_idx_];
@@ -61,7 +62,7 @@ void rp_op_complete(struct rp_op *op, int status)
 		comp->first_err = status;
 	if (--comp->remaining == 0)
 		pthread_cond_broadcast(&comp->cv);
-	pthread_mutex_unlock(&comp->mu);
+	rp_mutex_unlock(&comp->mu);
 }
 
 /* What both transports require: a known opcode; READ/WRITE with a buffer, a
@@ -86,7 +87,7 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 
 	if (n == 0)
 		return;
-	pthread_mutex_lock(&comp->mu);
+	rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 	comp->remaining += n;
 	for (size_t i = 0; i < comp->nconns; i++)
 		if (comp->conns[i] == c) {
@@ -103,7 +104,7 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 			comp->posted_ns[idx] = rp_now_ns();
 		comp->pending[idx] += n;
 	}
-	pthread_mutex_unlock(&comp->mu);
+	rp_mutex_unlock(&comp->mu);
 
 	for (size_t i = 0; i < n; i++) {
 		ops[i].comp_ = comp;
@@ -140,18 +141,18 @@ void rp_conn_post(struct rp_conn *c, struct rp_op *ops, size_t n, struct rp_comp
 
 static size_t conns_of(struct rp_completion *comp, struct rp_conn **conns)
 {
-	pthread_mutex_lock(&comp->mu);
+	rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 	size_t n = comp->nconns;
 	memcpy(conns, comp->conns, n * sizeof(conns[0]));
-	pthread_mutex_unlock(&comp->mu);
+	rp_mutex_unlock(&comp->mu);
 	return n;
 }
 
 static bool comp_done(struct rp_completion *comp)
 {
-	pthread_mutex_lock(&comp->mu);
+	rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 	bool done = comp->remaining == 0;
-	pthread_mutex_unlock(&comp->mu);
+	rp_mutex_unlock(&comp->mu);
 	return done;
 }
 
@@ -190,7 +191,7 @@ int rp_completion_wait(struct rp_completion *comp, uint32_t timeout_ms)
 	int rc = 0;
 
 	poll_briefly(comp, t0);
-	pthread_mutex_lock(&comp->mu);
+	rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 	while (comp->remaining > 0) {
 		ts.tv_sec = (time_t)(deadline / 1000000000ull);
 		ts.tv_nsec = (long)(deadline % 1000000000ull);
@@ -201,12 +202,12 @@ int rp_completion_wait(struct rp_completion *comp, uint32_t timeout_ms)
 			for (size_t i = 0; i < comp->nconns; i++)
 				if (comp->pending[i])
 					conns[nconns++] = comp->conns[i];
-			pthread_mutex_unlock(&comp->mu);
+			rp_mutex_unlock(&comp->mu);
 			/* Abort fails every outstanding op on the connections that
 			 * have some; the wait below then ends promptly. */
 			for (size_t i = 0; i < nconns; i++)
 				conns[i]->vt->abort(conns[i], -ETIMEDOUT);
-			pthread_mutex_lock(&comp->mu);
+			rp_mutex_lock(&comp->mu, RP_LK_COMPLETION);
 			while (comp->remaining > 0)
 				pthread_cond_wait(&comp->cv, &comp->mu);
 		}
@@ -217,7 +218,7 @@ int rp_completion_wait(struct rp_completion *comp, uint32_t timeout_ms)
 	memcpy(conns, comp->conns, nconns * sizeof(conns[0]));
 	comp->first_err = 0;
 	comp->nconns = 0;
-	pthread_mutex_unlock(&comp->mu);
+	rp_mutex_unlock(&comp->mu);
 	if (rc == 0)
 		note_latency(conns, nconns, t0);
 	return rc;
@@ -267,16 +268,16 @@ void rp_inflight_destroy(struct rp_inflight *t)
 int64_t rp_inflight_add(struct rp_inflight *t, struct rp_op *ops, uint32_t n,
 			bool (*alive)(void *), void *arg)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	while (t->used == t->cap || t->closed) {
 		struct timespec ts;
 		if (t->closed) {
-			pthread_mutex_unlock(&t->mu);
+			rp_mutex_unlock(&t->mu);
 			return -ENOTCONN;
 		}
 		uint64_t d = rp_now_ns() + 100000000ull;
 		if (!alive(arg)) {
-			pthread_mutex_unlock(&t->mu);
+			rp_mutex_unlock(&t->mu);
 			return -ENOTCONN;
 		}
 		ts.tv_sec = (time_t)(d / 1000000000ull);
@@ -295,7 +296,7 @@ int64_t rp_inflight_add(struct rp_inflight *t, struct rp_op *ops, uint32_t n,
 	g->gen = (g->gen + 1) & 0xffffff;
 	t->used++;
 	int64_t token = ((int64_t)g->gen << 16) | slot;
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 	return token;
 }
 
@@ -312,10 +313,10 @@ static struct rp_group *lookup(struct rp_inflight *t, uint64_t id)
 
 struct rp_op *rp_inflight_peek(struct rp_inflight *t, uint64_t id)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	struct rp_group *g = lookup(t, id);
 	struct rp_op *op = g && !(g->done_mask & (1u << RP_ID_INDEX(id))) ? &g->ops[RP_ID_INDEX(id)] : NULL;
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 	return op;
 }
 
@@ -331,10 +332,10 @@ static void release_if_done(struct rp_inflight *t, struct rp_group *g)
 
 void rp_inflight_complete(struct rp_inflight *t, uint64_t id, int status, bool prior_ok)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	struct rp_group *g = lookup(t, id);
 	if (!g) {
-		pthread_mutex_unlock(&t->mu);
+		rp_mutex_unlock(&t->mu);
 		return;
 	}
 	uint32_t idx = RP_ID_INDEX(id);
@@ -345,12 +346,12 @@ void rp_inflight_complete(struct rp_inflight *t, uint64_t id, int status, bool p
 		rp_op_complete(&g->ops[i], i == idx ? status : 0);
 	}
 	release_if_done(t, g);
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 }
 
 void rp_inflight_fail_all(struct rp_inflight *t, int err)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	for (uint32_t s = 0; s < t->cap; s++) {
 		struct rp_group *g = &t->groups[s];
 		if (!g->used)
@@ -363,30 +364,30 @@ void rp_inflight_fail_all(struct rp_inflight *t, int err)
 		}
 		release_if_done(t, g);
 	}
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 }
 
 void rp_inflight_close(struct rp_inflight *t, int err)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	t->closed = true;
 	pthread_cond_broadcast(&t->space);
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 	rp_inflight_fail_all(t, err);
 }
 
 void rp_inflight_open(struct rp_inflight *t)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	t->closed = false;
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 }
 
 uint32_t rp_inflight_count(struct rp_inflight *t)
 {
-	pthread_mutex_lock(&t->mu);
+	rp_mutex_lock(&t->mu, RP_LK_INFLIGHT);
 	uint32_t n = t->used;
-	pthread_mutex_unlock(&t->mu);
+	rp_mutex_unlock(&t->mu);
 	return n;
 }
 
@@ -498,7 +499,7 @@ void rp_mr_dereg(struct rp_mr *mr)
 static int bounce_io(struct rp_conn *c, enum rp_opcode opc, uint64_t off, void *buf, size_t len)
 {
 	int rc = 0;
-	pthread_mutex_lock(&c->bounce_mu);
+	rp_mutex_lock(&c->bounce_mu, RP_LK_BOUNCE);
 	while (len > 0 && rc == 0) {
 		uint32_t chunk = (uint32_t)RP_MIN(len, BOUNCE_LEN);
 		struct rp_op op = { .opcode = opc, .offset = off, .local = c->bounce,
@@ -512,7 +513,7 @@ static int bounce_io(struct rp_conn *c, enum rp_opcode opc, uint64_t off, void *
 		off += chunk;
 		len -= chunk;
 	}
-	pthread_mutex_unlock(&c->bounce_mu);
+	rp_mutex_unlock(&c->bounce_mu);
 	return rc;
 }
 

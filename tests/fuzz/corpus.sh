@@ -5,7 +5,7 @@
 : "${top_builddir:=.}" "${top_srcdir:=$(cd "$(dirname "$0")/../.." && pwd)}"
 n=0
 fail=0
-targets=(fuzz_cluster fuzz_replay fuzz_home fuzz_tcp_request)
+targets=(fuzz_cluster fuzz_replay fuzz_home fuzz_tcp_request fuzz_rdma_private)
 echo "1..${#targets[@]}"
 for t in "${targets[@]}"; do
 	n=$((n + 1))

@@ -73,3 +73,18 @@ attr() { le "$1" 8; le "$2" 4; le 0 4; le 0 4; le 1 4; le "$3" 8; le 0 8; le 1 8
 	rec 12 1 20; le 1 4; printf 'sixteen-byte-uid'
 } > "$C/fuzz_replay/symlink-pool"
 echo "seeds in $C"
+
+# fuzz_rdma_private: commands (see the target): a HELLO, its right AUTH,
+# the same again (used up), one for another peer, one with a wrong MAC, the
+# clock past the challenges' life, a challenge reject and an accept
+R="$C/fuzz_rdma_private"
+mkdir -p "$R"
+hello='\x00\x38\x52\x50\x52\x51\x03\x00\x01\x00\x07\x00\x00\x00\x00\x00\x00\x00'
+hello+='\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10'
+hello+='\x11\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00'
+printf "$hello"'\x01\x00\x00\x01\x00\x00' > "$R/hello-auth-again.bin"
+printf "$hello$hello"'\x01\x01\x01\x01\x00\x81\x01\x01\x00' > "$R/other-peer-bad-mac.bin"
+printf "$hello"'\x02\xff\x02\xff\x01\x00\x00' > "$R/expired.bin"
+printf '\x03\x1c\x52\x50\x52\x50\x03\x00\x00\x00\x01\x00\x00\x00' > "$R/reject.bin"
+printf 'abcdefghijklmnop' >> "$R/reject.bin"
+{ printf '\x04\x58\x52\x50\x52\x50\x03\x00\x00\x00\x00\x00\x00\x00'; head -c 76 /dev/zero; } > "$R/accept.bin"

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "helper.h"
 #include "rdma_common.h"
+#include "rdma_wire.h"
 #include "transport_impl.h"
 
 #include <rdmapool/util.h>
