@@ -508,7 +508,7 @@ void held_release(struct rp_fs *fs);
 void held_drain(struct rp_fs *fs, uint32_t ms);
 
 /* space.c: the free-block estimate and the reserve */
-int space_refresh(struct rp_fs *fs);
+void space_refresh(struct rp_fs *fs);
 void space_refresh_if_old(struct rp_fs *fs);
 uint64_t space_reserve(struct rp_fs *fs);
 void space_taken(struct rp_fs *fs, uint64_t blocks);

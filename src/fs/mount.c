@@ -648,8 +648,7 @@ int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 		log_flush(fs, &fs->log);
 		rp_mutex_unlock(&fs->mu);
 	}
-	if (space_refresh(fs) < 0)
-		return -EIO;
+	space_refresh(fs);
 	uint64_t total = atomic_load(&fs->space_total), nfree = atomic_load(&fs->space_free);
 	/* the reserve counts as used (space.c): Size = Used + Avail */
 	uint64_t reserve = fs->ro ? 0 : space_reserve(fs);

@@ -78,14 +78,15 @@ static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 	return 0;
 }
 
-int space_refresh(struct rp_fs *fs)
+void space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
+	/* A pool we cannot read counts its size and nothing free: allocation
+	 * cannot use it, and statfs still answers (df on a degraded cluster
+	 * works, as on any filesystem, instead of failing with EIO). */
 	for (size_t k = 0; k < fs->ps->npeers && !rp_poolset_replicated(fs->ps); k++) {
-		uint64_t f, t;
-		int rc = rp_pool_usage(fs->ps, fs->ps->ids[k], &f, &t);
-		if (rc < 0)
-			return rc;
+		uint64_t f = 0, t = fs->ps->pools[fs->ps->ids[k]].sb.nblocks;
+		rp_pool_usage(fs->ps, fs->ps->ids[k], &f, &t);
 		total += t;
 		nfree += f;
 	}
@@ -96,7 +97,6 @@ int space_refresh(struct rp_fs *fs)
 	atomic_store(&fs->space_total, total);
 	atomic_store(&fs->space_free, nfree);
 	atomic_store(&fs->space_refreshed_ms, rp_now_ms());
-	return 0;
 }
 
 void space_refresh_if_old(struct rp_fs *fs)
@@ -133,7 +133,8 @@ int space_check_locked(struct rp_fs *fs, uint64_t want)
 		return 0;
 	/* deletions free their blocks once their records are out */
 	log_flush(fs, &fs->log);
-	if (space_refresh(fs) == 0 && space_available(fs, want))
+	space_refresh(fs);
+	if (space_available(fs, want))
 		return 0;
 	return -ENOSPC;
 }
