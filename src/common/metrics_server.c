@@ -4,9 +4,11 @@
 
 #include <rdmapool/metrics.h>
 #include <rdmapool/metrics_server.h>
+#include <rdmapool/util.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -20,8 +22,22 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#define MAX_PENDING 16    /* connections read at once */
+#define REQUEST_MS 2000   /* a connection's whole time to send its request */
+
+/* A connection whose request is still coming in: read as bytes arrive, so a
+ * client that sends nothing (or a byte a second) holds only its own slot,
+ * for REQUEST_MS at most. */
+struct pending {
+	int fd;               /* -1: free */
+	size_t got;
+	uint64_t deadline_ms; /* rp_now_ms */
+	char req[2048];
+};
+
 struct rp_metrics_server {
 	int ufd, tfd;
+	struct pending pend[MAX_PENDING];
 	int stop[2];
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	pthread_t thread;
@@ -54,24 +70,19 @@ static void reply(int fd, const char *status, const char *body, size_t len)
 	}
 }
 
-static void answer(int fd)
+static bool request_complete(const struct pending *c)
+{
+	return strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n") ||
+	       c->got == sizeof(c->req) - 1;
+}
+
+/* The request is in (the request line is all we need; headers are read
+ * and ignored): the reply, sent within the socket's 2 s send timeout. */
+static void answer(int fd, const char *req)
 {
 	struct timeval tv = { .tv_sec = 2 };
-	char req[2048];
-	size_t got = 0;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	/* the request line is all we need; headers are read and ignored */
-	while (got < sizeof(req) - 1) {
-		ssize_t n = recv(fd, req + got, sizeof(req) - 1 - got, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		req[got] = '\0';
-		if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-			break;
-	}
-	req[got] = '\0';
 	if (strncmp(req, "GET / ", 6) != 0 && strncmp(req, "GET /metrics ", 13) != 0 &&
 	    strncmp(req, "GET /metrics\r", 13) != 0) {
 		static const char nf[] = "only GET /metrics is served here\n";
@@ -89,29 +100,80 @@ static void answer(int fd)
 	free(body);
 }
 
+static void drop(struct pending *c)
+{
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* A new connection takes a free slot, or the one whose time runs out first. */
+static void admit(struct rp_metrics_server *s, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	struct pending *slot = &s->pend[0];
+	for (int i = 0; i < MAX_PENDING; i++) {
+		if (s->pend[i].fd < 0) {
+			slot = &s->pend[i];
+			break;
+		}
+		if (s->pend[i].deadline_ms < slot->deadline_ms)
+			slot = &s->pend[i];
+	}
+	if (slot->fd >= 0)
+		drop(slot);
+	slot->fd = fd;
+	slot->got = 0;
+	slot->req[0] = '\0';
+	slot->deadline_ms = rp_now_ms() + REQUEST_MS;
+}
+
+static void read_more(struct pending *c)
+{
+	ssize_t n = recv(c->fd, c->req + c->got, sizeof(c->req) - 1 - c->got, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		c->got += (size_t)n;
+		c->req[c->got] = '\0';
+		if (!request_complete(c))
+			return;
+	}
+	if (n >= 0)
+		answer(c->fd, c->req); /* complete, or the client is done sending */
+	drop(c);
+}
+
 static void *serve(void *arg)
 {
 	struct rp_metrics_server *s = arg;
-	struct pollfd p[3] = { { .fd = s->stop[0], .events = POLLIN },
-			       { .fd = s->ufd, .events = POLLIN },
-			       { .fd = s->tfd, .events = POLLIN } };
 	for (;;) {
-		if (poll(p, 3, -1) < 0) {
+		struct pollfd p[3 + MAX_PENDING] = { { .fd = s->stop[0], .events = POLLIN },
+						     { .fd = s->ufd, .events = POLLIN },
+						     { .fd = s->tfd, .events = POLLIN } };
+		uint64_t now = rp_now_ms(), wait = REQUEST_MS;
+		for (int i = 0; i < MAX_PENDING; i++) {
+			struct pending *c = &s->pend[i];
+			if (c->fd >= 0 && now >= c->deadline_ms)
+				drop(c);
+			p[3 + i] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+			if (c->fd >= 0)
+				wait = RP_MIN(wait, c->deadline_ms - now);
+		}
+		if (poll(p, 3 + MAX_PENDING, (int)wait + 1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (p[0].revents)
 			break;
-		for (int i = 1; i < 3; i++) {
-			if (!(p[i].revents & POLLIN))
-				continue;
-			int fd = accept4(p[i].fd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0) {
-				answer(fd);
-				close(fd);
-			}
-		}
+		for (int i = 0; i < MAX_PENDING; i++)
+			if (s->pend[i].fd >= 0 && p[3 + i].revents)
+				read_more(&s->pend[i]);
+		for (int i = 1; i < 3; i++)
+			if (p[i].revents & POLLIN)
+				admit(s, p[i].fd);
 	}
 	return NULL;
 }
@@ -161,33 +223,39 @@ static int listen_unix(struct rp_metrics_server *s, const char *path, char *err,
 	return 0;
 }
 
-static int listen_tcp(struct rp_metrics_server *s, int port, char *err, size_t errlen)
+static int listen_tcp(struct rp_metrics_server *s, const char *addr, int port, char *err,
+		      size_t errlen)
 {
-	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
-				    .sin6_addr = IN6ADDR_ANY_INIT };
-	struct sockaddr_in sa4 = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				   .sin_addr.s_addr = htonl(INADDR_ANY) };
-	struct sockaddr *sa = (struct sockaddr *)&sa6;
-	socklen_t salen = sizeof(sa6);
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	char service[16];
 	int one = 1;
-	/* every address, v6 and v4; v4 alone where the host has no IPv6 */
-	if ((s->tfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
-		sa = (struct sockaddr *)&sa4;
-		salen = sizeof(sa4);
-		if ((s->tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-			return -errno;
+	snprintf(service, sizeof(service), "%d", port);
+	int g = getaddrinfo(addr, service, &hints, &ai);
+	if (g != 0) {
+		snprintf(err, errlen, "metrics address %s: %s (a numeric address is expected)", addr,
+			 gai_strerror(g));
+		return -EINVAL;
 	}
-	setsockopt(s->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->tfd, sa, salen) < 0 || listen(s->tfd, 16) < 0) {
+	if ((s->tfd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
 		int e = errno;
-		snprintf(err, errlen, "metrics port %d: %s", port, strerror(e));
+		freeaddrinfo(ai);
 		return -e;
 	}
+	setsockopt(s->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->tfd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(s->tfd, 16) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "metrics port %s:%d: %s", addr, port, strerror(e));
+		freeaddrinfo(ai);
+		return -e;
+	}
+	freeaddrinfo(ai);
 	return 0;
 }
 
-int rp_metrics_serve(const char *unix_path, int tcp_port, struct rp_metrics_server **out,
-		     char *err, size_t errlen)
+int rp_metrics_serve(const char *unix_path, const char *tcp_addr, int tcp_port,
+		     struct rp_metrics_server **out, char *err, size_t errlen)
 {
 	struct rp_metrics_server *s = calloc(1, sizeof(*s));
 	int rc;
@@ -196,9 +264,12 @@ int rp_metrics_serve(const char *unix_path, int tcp_port, struct rp_metrics_serv
 	if (!s)
 		return -ENOMEM;
 	s->ufd = s->tfd = s->stop[0] = s->stop[1] = -1;
+	for (int i = 0; i < MAX_PENDING; i++)
+		s->pend[i].fd = -1;
 	if (unix_path && (rc = listen_unix(s, unix_path, err, errlen)) < 0)
 		goto fail;
-	if (tcp_port > 0 && (rc = listen_tcp(s, tcp_port, err, errlen)) < 0)
+	if (tcp_port > 0 &&
+	    (rc = listen_tcp(s, tcp_addr ? tcp_addr : RP_METRICS_ADDR, tcp_port, err, errlen)) < 0)
 		goto fail;
 	if (pipe2(s->stop, O_CLOEXEC) < 0) {
 		rc = -errno;
@@ -211,7 +282,7 @@ int rp_metrics_serve(const char *unix_path, int tcp_port, struct rp_metrics_serv
 	*out = s;
 	return 0;
 fail:
-	if (rc != -EADDRINUSE && rc != -ENAMETOOLONG && !err[0])
+	if (!err[0])
 		snprintf(err, errlen, "metrics: %s", strerror(-rc));
 	if (s->path[0])
 		unlink(s->path);
@@ -233,6 +304,9 @@ void rp_metrics_stop(struct rp_metrics_server *s)
 	if (write(s->stop[1], "x", 1) != 1)
 		pthread_cancel(s->thread);
 	pthread_join(s->thread, NULL);
+	for (int i = 0; i < MAX_PENDING; i++)
+		if (s->pend[i].fd >= 0)
+			close(s->pend[i].fd);
 	if (s->path[0])
 		unlink(s->path);
 	close(s->stop[0]);

@@ -29,7 +29,7 @@
 #define DEFAULT_THREADS 32
 
 struct options {
-	char *cluster, *mountpoint, *volume, *loglevel, *logfile, *metrics;
+	char *cluster, *mountpoint, *volume, *loglevel, *logfile, *metrics, *metrics_addr;
 	unsigned commit, follow, threads, metrics_port;
 	int foreground, single, ro, help, version, remount, supervise, restart;
 };
@@ -47,6 +47,7 @@ static const struct fuse_opt option_spec[] = {
 	OPT("threads=%u", threads),
 	OPT("metrics=%s", metrics),
 	OPT("metrics_port=%u", metrics_port),
+	OPT("metrics_addr=%s", metrics_addr),
 	FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("rw", KEY_RW),
 	FUSE_OPT_KEY("remount", KEY_REMOUNT),
@@ -141,7 +142,8 @@ static void usage(void)
 	       "  -o threads=N       threads serving FUSE requests at most (default 32)\n"
 	       "  -o metrics=PATH    serve Prometheus metrics on this unix socket (default\n"
 	       "                     " RP_METRICS_DIR "/fs-HASH.sock, per mountpoint; 'off': none)\n"
-	       "  -o metrics_port=N  serve them on TCP port N too (every address)\n"
+	       "  -o metrics_port=N  serve them on TCP port N too\n"
+	       "  -o metrics_addr=A  of this address (default " RP_METRICS_ADDR "; :: for every one)\n"
 	       "  -o loglevel=LEVEL  error, warn, info (default) or debug\n"
 	       "  -o log=PATH        append log lines here instead of syslog when detached\n"
 	       "  -o allow_other     let other users in (permission checks are the kernel's)\n"
@@ -220,7 +222,7 @@ static struct rp_metrics_server *start_metrics(const struct options *o, const ch
 	} else if (strcmp(sock, "off") == 0) {
 		sock = NULL;
 	}
-	if (rp_metrics_serve(sock, (int)o->metrics_port, &srv, err, sizeof(err)) < 0) {
+	if (rp_metrics_serve(sock, o->metrics_addr, (int)o->metrics_port, &srv, err, sizeof(err)) < 0) {
 		rp_warn("%s; no metrics served", err);
 		return NULL;
 	}
@@ -429,6 +431,7 @@ static void free_options(struct options *o, struct fuse_args *args)
 	free(o->loglevel);
 	free(o->logfile);
 	free(o->metrics);
+	free(o->metrics_addr);
 }
 
 int main(int argc, char **argv)

@@ -30,6 +30,7 @@ struct options {
 	const char *pid_file;
 	const char *log_file;
 	const char *metrics;
+	const char *metrics_addr;
 	long metrics_port;
 	bool foreground;
 	bool syslog;
@@ -54,7 +55,8 @@ static void usage(FILE *f)
 		"      --syslog             log to syslog\n"
 		"      --metrics PATH       Prometheus metrics on this unix socket (default\n"
 		"                           " RP_METRICS_DIR "/pool-CLUSTER-ID.sock; off: none)\n"
-		"      --metrics-port N     ... and on TCP port N (every address)\n"
+		"      --metrics-port N     ... and on TCP port N\n"
+		"      --metrics-addr ADDR  of this address (default " RP_METRICS_ADDR "; :: for every one)\n"
 		"  -l, --log-level LEVEL    error, warn, info (default) or debug\n"
 		"  -h, --help               this help\n"
 		"  -V, --version            print the version\n");
@@ -75,6 +77,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "syslog", no_argument, NULL, 'S' },
 		{ "metrics", required_argument, NULL, 'M' },
 		{ "metrics-port", required_argument, NULL, 'P' },
+		{ "metrics-addr", required_argument, NULL, 'A' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -111,6 +114,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'L': o->log_file = optarg; break;
 		case 'S': o->syslog = true; break;
 		case 'M': o->metrics = optarg; break;
+		case 'A': o->metrics_addr = optarg; break;
 		case 'P':
 			errno = 0;
 			o->metrics_port = strtol(optarg, &end, 10);
@@ -322,7 +326,7 @@ int main(int argc, char **argv)
 		region.hugepages ? " (huge pages)" : "", region.fd >= 0 ? " backed by " : "",
 		region.fd >= 0 ? region.path : "", self->host, self->port, rdma ? "rdma" : "tcp");
 	metrics = server_metrics_start(&stats, cl->name, self->id, region.size, rdma ? "rdma" : "tcp",
-				       o.metrics, (int)o.metrics_port);
+				       o.metrics, o.metrics_addr, (int)o.metrics_port);
 	report_ready(&ready_fd, 0);
 	notify_ready(self->id, sz, rdma != NULL);
 

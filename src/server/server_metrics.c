@@ -64,7 +64,7 @@ static int list(struct rp_serve_stats *st, const char *info)
 struct rp_metrics_server *server_metrics_start(struct rp_serve_stats *st, const char *cluster,
 					       uint32_t id, uint64_t region_size,
 					       const char *transport, const char *socket,
-					       int port)
+					       const char *addr, int port)
 {
 	char info[256], path[256], err[512];
 	struct rp_metrics_server *srv = NULL;
@@ -84,7 +84,7 @@ struct rp_metrics_server *server_metrics_start(struct rp_serve_stats *st, const 
 	} else if (strcmp(socket, "off") == 0) {
 		socket = NULL;
 	}
-	if (rp_metrics_serve(socket, port, &srv, err, sizeof(err)) < 0) {
+	if (rp_metrics_serve(socket, addr, port, &srv, err, sizeof(err)) < 0) {
 		rp_warn("%s; no metrics served", err);
 		return NULL;
 	}
