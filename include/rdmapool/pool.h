@@ -45,6 +45,7 @@ struct rp_pool {
 	struct {
 		_Atomic uint64_t read_bytes, written_bytes;
 		_Atomic uint64_t cas, cas_failed;
+		_Atomic uint64_t retries; /* ios tried again on a new connection (io.c) */
 		struct rp_hist latency;
 	} stats;
 };
@@ -89,6 +90,10 @@ struct rp_poolset {
 	/* every registered buffer, so a pool connected later gets them too */
 	pthread_mutex_t bufs_mu;
 	struct rp_buf *bufs;
+	/* frees asked of this client's allocator so far: the fs layer rereads
+	 * the bitmaps for its free count only when this moved or the count is
+	 * old (space.c) */
+	_Atomic uint64_t frees;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */

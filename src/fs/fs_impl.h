@@ -417,6 +417,8 @@ struct rp_fs {
 	uint64_t alloc_counter;
 	/* space.c: free blocks in the pools (an estimate between refreshes) */
 	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
+	_Atomic uint64_t space_frees_seen; /* ps->frees when it was last read */
+	_Atomic uint64_t space_conns_seen; /* and which pools were connected */
 	/* when a file with blocks lost its last name while the kernel still
 	 * held it: its blocks go back at the forget a moment later (space.c) */
 	_Atomic uint64_t unlinked_held_ms;
@@ -510,6 +512,8 @@ void held_drain(struct rp_fs *fs, uint32_t ms);
 /* space.c: the free-block estimate and the reserve */
 void space_refresh(struct rp_fs *fs);
 void space_refresh_if_old(struct rp_fs *fs);
+void space_refresh_within(struct rp_fs *fs, uint64_t max_age_ms);
+#define SPACE_STATFS_MAX_AGE_MS 1000 /* what other clients did shows this late */
 uint64_t space_reserve(struct rp_fs *fs);
 void space_taken(struct rp_fs *fs, uint64_t blocks);
 bool space_available(struct rp_fs *fs, uint64_t want);

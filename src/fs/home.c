@@ -120,7 +120,9 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off
 		uint64_t pe;
 		if (id == auth || ps->pools[id].home_out || !ps->pools[id].present)
 			continue;
-		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
+		/* (rp_pool_faa reconnects a dropped connection first, at most
+		 * once per backoff period) */
+		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
 			/* unreachable: it may have been in sync, so drop it */
 			missed[k] = any = true;
 			continue;

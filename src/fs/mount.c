@@ -648,7 +648,7 @@ int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 		log_flush(fs, &fs->log);
 		rp_mutex_unlock(&fs->mu);
 	}
-	space_refresh(fs);
+	space_refresh_within(fs, SPACE_STATFS_MAX_AGE_MS);
 	uint64_t total = atomic_load(&fs->space_total), nfree = atomic_load(&fs->space_free);
 	/* the reserve counts as used (space.c): Size = Used + Avail */
 	uint64_t reserve = fs->ro ? 0 : space_reserve(fs);

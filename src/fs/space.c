@@ -20,6 +20,7 @@
 #define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
 #define SLACK_PERCENT 1
 #define REFRESH_MS 5000
+#define CHECK_MAX_AGE_MS 100 /* a growing operation near the reserve */
 #define SETTLE_MIN_ATTEMPTS 3
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
@@ -78,9 +79,22 @@ static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 	return 0;
 }
 
+/* which pools are connected, as one word (a change makes a refresh due) */
+static uint64_t connected_sig(const struct rp_fs *fs)
+{
+	uint64_t sig = 0;
+	for (size_t k = 0; k < fs->ps->npeers; k++)
+		if (rp_pool_connected(fs->ps, fs->ps->ids[k]))
+			sig += (fs->ps->ids[k] + 1) * 0x9e3779b97f4a7c15ull;
+	return sig;
+}
+
 void space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
+	/* read before the bitmaps: what changes during the reads is seen next */
+	atomic_store(&fs->space_frees_seen, atomic_load(&fs->ps->frees));
+	atomic_store(&fs->space_conns_seen, connected_sig(fs));
 	/* A pool we cannot read counts its size and nothing free: allocation
 	 * cannot use it, and statfs still answers (df on a degraded cluster
 	 * works, as on any filesystem, instead of failing with EIO). */
@@ -103,6 +117,22 @@ void space_refresh_if_old(struct rp_fs *fs)
 {
 	if (rp_now_ms() - atomic_load(&fs->space_refreshed_ms) >= REFRESH_MS)
 		space_refresh(fs);
+}
+
+/* A refresh reads every pool's whole bitmap, so it is done when the count
+ * may be wrong, not per call: our allocations are counted as they are
+ * made (space_taken), our frees and a pool lost or back make the next call
+ * reread, and what other clients of shared pools did shows within
+ * max_age_ms. That bounds the
+ * cost of statfs and of growing operations on a nearly full volume by
+ * time, not by calls. */
+void space_refresh_within(struct rp_fs *fs, uint64_t max_age_ms)
+{
+	if (atomic_load(&fs->ps->frees) == atomic_load(&fs->space_frees_seen) &&
+	    connected_sig(fs) == atomic_load(&fs->space_conns_seen) &&
+	    rp_now_ms() - atomic_load(&fs->space_refreshed_ms) < max_age_ms)
+		return;
+	space_refresh(fs);
 }
 
 uint64_t space_reserve(struct rp_fs *fs)
@@ -133,7 +163,7 @@ int space_check_locked(struct rp_fs *fs, uint64_t want)
 		return 0;
 	/* deletions free their blocks once their records are out */
 	log_flush(fs, &fs->log);
-	space_refresh(fs);
+	space_refresh_within(fs, CHECK_MAX_AGE_MS);
 	if (space_available(fs, want))
 		return 0;
 	return -ENOSPC;

@@ -173,6 +173,7 @@ static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
 
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
+	atomic_fetch_add(&ps->frees, 1);
 	return rp_poolset_replicated(ps) ? replica_free_many(ps, e, 1) : pool_free_single(ps, e);
 }
 
@@ -304,6 +305,7 @@ static int free_words(struct rp_poolset *ps, struct word_free *it, size_t n)
 
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
+	atomic_fetch_add(&ps->frees, 1);
 	return rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
 					 : pool_free_many_single(ps, v, n);
 }

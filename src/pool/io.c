@@ -96,7 +96,8 @@ int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, 
 					 : poolset_rw_single(ps, opc, ios, n);
 }
 
-int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
+/* One pass: every io posted at once, over all pools, then waited for once. */
+static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
 {
 	struct rp_completion comp;
 	struct rp_op *ops;
@@ -155,4 +156,44 @@ int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *i
 	}
 	free(ops);
 	return rc ? rc : werr;
+}
+
+/* An io whose connection broke is tried once more on a new connection (a
+ * pool stalled a little past op_timeout, or a connection reset, is not a
+ * lost copy): a write, or a read without copies to turn to. Safe for reads and writes alike: the server fences the old
+ * connection before it welcomes the new one, so the first try cannot land
+ * after the second (rdmapool(7), Fencing), and both write the same bytes. */
+int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
+{
+	int rc = rw_once(ps, opc, ios, n);
+	size_t nretry = 0;
+	for (size_t i = 0; i < n; i++)
+		nretry += pool_connection_lost(ios[i].status);
+	/* a replicated read goes to another copy instead (replica.c) */
+	if (rc == 0 || nretry == 0 || (opc == RP_OP_READ && rp_poolset_replicated(ps)))
+		return rc;
+	struct rp_io *again = malloc(nretry * sizeof(*again));
+	size_t *from = malloc(nretry * sizeof(*from));
+	if (!again || !from) {
+		free(again);
+		free(from);
+		return rc;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (pool_connection_lost(ios[i].status)) {
+			from[k] = i;
+			again[k++] = ios[i];
+		}
+	for (size_t i = 0; i < nretry; i++)
+		rp_count(&ps->pools[again[i].pool].stats.retries, 1);
+	rw_once(ps, opc, again, nretry);
+	rc = 0;
+	for (size_t i = 0; i < nretry; i++)
+		ios[from[i]].status = again[i].status;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = ios[i].status;
+	free(again);
+	free(from);
+	return rc;
 }

@@ -5,6 +5,9 @@
 
 #include <rdmapool/pool.h>
 
+#include <errno.h>
+#include <stdbool.h>
+
 /* allocator.c: one pool, no replicas */
 int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
 int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e);
@@ -13,6 +16,15 @@ uint64_t pool_word_off(const struct rp_pool *p, uint64_t w);
 /* io.c: register every buffer of the set with a pool connected late */
 int bufs_register(struct rp_poolset *ps, uint32_t pool);
 /* io.c: every io to the pool it names */
+/* The connection broke under an operation (a timeout aborts it; a reset or
+ * a restarted server ends it), not the pool refusing it: a read or write
+ * is worth one more try on a new connection. */
+static inline bool pool_connection_lost(int err)
+{
+	return err == -ETIMEDOUT || err == -ENOTCONN || err == -ECONNRESET || err == -EPIPE ||
+	       err == -ESHUTDOWN || err == -ECONNABORTED;
+}
+
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
 
 /* replica.c */

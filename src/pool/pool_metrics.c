@@ -42,6 +42,10 @@ static int one_pool(struct rp_poolset *ps, struct rp_pool *p)
 				"Compare-and-swap operations that failed or found the word changed "
 				"(a race lost to another client).",
 				&p->stats.cas_failed);
+	rc |= rp_metric_counter(ps, "rdmapool_pool_retries_total", l,
+				"Reads and writes tried once more on a new connection after theirs "
+				"broke (a timeout, a reset).",
+				&p->stats.retries);
 	rc |= rp_metric_gauge(ps, "rdmapool_pool_connected", l,
 			      "1 while the pool is connected.", connected, p);
 	rc |= rp_metric_gauge(ps, "rdmapool_pool_stale", l,

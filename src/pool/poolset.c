@@ -299,18 +299,30 @@ static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
 	return *rc ? NULL : &ps->pools[pool];
 }
 
+/* Reads and writes whose connection broke get one more try on a new one
+ * (io.c says why that is safe). */
 int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len)
 {
-	int rc;
-	struct rp_pool *p = usable(ps, pool, &rc);
-	return p ? rp_conn_read(p->conn, off, buf, len) : rc;
+	int rc = 0;
+	for (int tries = 0; tries < 2 && (tries == 0 || pool_connection_lost(rc)); tries++) {
+		struct rp_pool *p = usable(ps, pool, &rc);
+		if (p && tries)
+			rp_count(&p->stats.retries, 1);
+		rc = p ? rp_conn_read(p->conn, off, buf, len) : rc;
+	}
+	return rc;
 }
 
 int rp_pool_write(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf, size_t len)
 {
-	int rc;
-	struct rp_pool *p = usable(ps, pool, &rc);
-	return p ? rp_conn_write(p->conn, off, buf, len) : rc;
+	int rc = 0;
+	for (int tries = 0; tries < 2 && (tries == 0 || pool_connection_lost(rc)); tries++) {
+		struct rp_pool *p = usable(ps, pool, &rc);
+		if (p && tries)
+			rp_count(&p->stats.retries, 1);
+		rc = p ? rp_conn_write(p->conn, off, buf, len) : rc;
+	}
+	return rc;
 }
 
 int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t expect,
@@ -321,11 +333,19 @@ int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t exp
 	return p ? pool_cas(p, off, expect, desired, old) : rc;
 }
 
+/* A fetch-and-add of 0 is a read (of a word others change atomically) and
+ * is tried again like one; any other is not: it may have been applied. */
 int rp_pool_faa(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t add, uint64_t *old)
 {
-	int rc;
-	struct rp_pool *p = usable(ps, pool, &rc);
-	return p ? rp_conn_faa(p->conn, off, add, old) : rc;
+	int rc = 0;
+	for (int tries = 0; tries < 2 && (tries == 0 || (add == 0 && pool_connection_lost(rc)));
+	     tries++) {
+		struct rp_pool *p = usable(ps, pool, &rc);
+		if (p && tries)
+			rp_count(&p->stats.retries, 1);
+		rc = p ? rp_conn_faa(p->conn, off, add, old) : rc;
+	}
+	return rc;
 }
 
 enum rp_transport_kind rp_pool_transport(const struct rp_pool *p)

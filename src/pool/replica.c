@@ -208,6 +208,7 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 
 int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count)
 {
+	atomic_fetch_add(&ps->frees, 1);
 	int rc = rp_pool_ensure(ps, pool);
 	if (rc < 0)
 		return rc;
@@ -332,8 +333,12 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			ex[nex] = ios[i];
 			ex[nex].pool = m[k];
 			ex[nex].off = rp_replica_offset(ps, ios[i].pool, m[k], ios[i].off);
-			/* not connected: missed, without waiting for a reconnect */
-			ex[nex].status = rp_pool_connected(ps, m[k]) ? 1 : -ENOTCONN;
+			/* not connected: one reconnect (at most one per backoff
+			 * period, so a pool that is really gone costs it once),
+			 * else missed: a connection dropped by a hiccup (a timed-out
+			 * read) does not make the copy stale */
+			ex[nex].status = rp_pool_connected(ps, m[k]) || rp_pool_ensure(ps, m[k]) == 0
+						 ? 1 : -ENOTCONN;
 			owner[nex++] = i;
 		}
 	/* post the connected ones (each io gets its status), in place */
