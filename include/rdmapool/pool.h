@@ -40,6 +40,8 @@ struct rp_pool {
 	/* Being rebuilt while in use: written with the other copies, but
 	 * neither read nor allocated on until it is current. */
 	_Atomic bool filling;
+	/* reconnected, its superblock not checked yet: not up for anyone */
+	_Atomic bool validating;
 	/* what metrics show (pool_metrics.c): kept here so they outlive
 	 * reconnects; the transport fills latency */
 	struct {
@@ -94,6 +96,11 @@ struct rp_poolset {
 	 * the bitmaps for its free count only when this moved or the count is
 	 * old (space.c) */
 	_Atomic uint64_t frees;
+	/* Asked before a read or write is tried again on a new connection
+	 * (io.c): the fs layer's lease guard, so that a mounter taken over
+	 * while its first try hung never sends a second. NULL: no second try. */
+	int (*retry_guard)(void *arg);
+	void *retry_arg;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */

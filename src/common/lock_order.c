@@ -70,7 +70,7 @@ static void report(const struct held *h, enum rp_lock_rank r, const char *name, 
 		fprintf(f, "lock order: %s (rank %d) taken at %s:%d while holding %s (rank %d) "
 			   "taken at %s:%d\n",
 			name, (int)r, file, line, h->name, (int)h->r, h->file, h->line);
-		for (int i = 0; i < nheld; i++)
+		for (int i = 0; i < nheld && i < MAX_HELD; i++)
 			fprintf(f, "  held: %s (rank %d) from %s:%d\n", held[i].name, (int)held[i].r,
 				held[i].file, held[i].line);
 		fflush(f);
@@ -84,6 +84,11 @@ void rp_lock_check(const void *lk, enum rp_lock_rank r, const char *name, const 
 		   int line)
 {
 	(void)lk;
+	if (nheld >= MAX_HELD) { /* more than any order has: a leak of held locks */
+		struct held h = { lk, r, "(more than 32 locks held)", file, line };
+		report(&h, r, name, file, line);
+		return;
+	}
 	for (int i = 0; i < nheld; i++)
 		if (held[i].r >= r) {
 			report(&held[i], r, name, file, line);

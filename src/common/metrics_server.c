@@ -54,15 +54,18 @@ void rp_mount_socket(const char *kind, const char *mountpoint, char *out, size_t
 
 /* ---- serving ---- */
 
+/* Sent within REQUEST_MS in all: a client that reads a byte now and then
+ * does not hold the thread (each send's own timeout is 2 s too). */
 static void reply(int fd, const char *status, const char *body, size_t len)
 {
+	uint64_t deadline = rp_now_ms() + REQUEST_MS;
 	char head[160];
 	int n = snprintf(head, sizeof(head),
 			 "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4\r\n"
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\n", status, len);
 	if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
 		return;
-	for (size_t off = 0; off < len;) {
+	for (size_t off = 0; off < len && rp_now_ms() < deadline;) {
 		ssize_t w = send(fd, body + off, len - off, MSG_NOSIGNAL);
 		if (w <= 0)
 			return;
@@ -110,8 +113,13 @@ static void drop(struct pending *c)
 static void admit(struct rp_metrics_server *s, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd < 0)
+	if (fd < 0) {
+		/* out of descriptors: the listener stays readable, so poll would
+		 * return at once, again and again; pause instead of spinning */
+		if (errno == EMFILE || errno == ENFILE)
+			poll(NULL, 0, 100);
 		return;
+	}
 	struct pending *slot = &s->pend[0];
 	for (int i = 0; i < MAX_PENDING; i++) {
 		if (s->pend[i].fd < 0) {

@@ -418,7 +418,8 @@ struct rp_fs {
 	/* space.c: free blocks in the pools (an estimate between refreshes) */
 	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
 	_Atomic uint64_t space_frees_seen; /* ps->frees when it was last read */
-	_Atomic uint64_t space_conns_seen; /* and which pools were connected */
+	_Atomic uint64_t space_conns_seen; /* and which pools counted, how */
+	_Atomic uint64_t space_taken_total; /* every space_taken, ever */
 	/* when a file with blocks lost its last name while the kernel still
 	 * held it: its blocks go back at the forget a moment later (space.c) */
 	_Atomic uint64_t unlinked_held_ms;

@@ -85,10 +85,20 @@ static void *lease_main(void *arg)
 	return NULL;
 }
 
+/* The pool layer asks it before it sends an io a second time (io.c). */
+static int retry_guard(void *arg)
+{
+	return lease_guard(arg);
+}
+
 int lease_start(struct rp_fs *fs)
 {
 	set_fresh(fs);
 	fs->lease_stop = false;
+	/* set once, before any other thread does I/O; after lease_stop the
+	 * guard passes (no lease to keep) and nothing is written any more */
+	fs->ps->retry_arg = fs;
+	fs->ps->retry_guard = retry_guard;
 	if (pthread_create(&fs->lease_thread, NULL, lease_main, fs) != 0)
 		return -EAGAIN;
 	fs->lease_running = true;

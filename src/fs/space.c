@@ -79,20 +79,28 @@ static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 	return 0;
 }
 
-/* which pools are connected, as one word (a change makes a refresh due) */
+/* which pools count and how, as one word (FNV-1a over each pool's id and
+ * its connected, stale and filling flags): a change makes a refresh due */
 static uint64_t connected_sig(const struct rp_fs *fs)
 {
-	uint64_t sig = 0;
-	for (size_t k = 0; k < fs->ps->npeers; k++)
-		if (rp_pool_connected(fs->ps, fs->ps->ids[k]))
-			sig += (fs->ps->ids[k] + 1) * 0x9e3779b97f4a7c15ull;
-	return sig;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t k = 0; k < fs->ps->npeers; k++) {
+		uint32_t id = fs->ps->ids[k];
+		const struct rp_pool *p = &fs->ps->pools[id];
+		uint64_t v = (uint64_t)id << 3 | (uint64_t)rp_pool_connected(fs->ps, id) << 2 |
+			     (uint64_t)atomic_load(&p->stale) << 1 | (uint64_t)atomic_load(&p->filling);
+		for (int i = 0; i < 8; i++)
+			h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+	}
+	return h;
 }
 
 void space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
-	/* read before the bitmaps: what changes during the reads is seen next */
+	/* read before the bitmaps: what changes during the reads is seen next,
+	 * and our allocations meanwhile are taken off what the reads found */
+	uint64_t taken0 = atomic_load(&fs->space_taken_total);
 	atomic_store(&fs->space_frees_seen, atomic_load(&fs->ps->frees));
 	atomic_store(&fs->space_conns_seen, connected_sig(fs));
 	/* A pool we cannot read counts its size and nothing free: allocation
@@ -108,6 +116,8 @@ void space_refresh(struct rp_fs *fs)
 		space_replicated(fs, &total, &nfree);
 	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
 	nfree += prealloc_held(fs);
+	uint64_t since = atomic_load(&fs->space_taken_total) - taken0;
+	nfree = nfree > since ? nfree - since : 0;
 	atomic_store(&fs->space_total, total);
 	atomic_store(&fs->space_free, nfree);
 	atomic_store(&fs->space_refreshed_ms, rp_now_ms());
@@ -147,6 +157,7 @@ uint64_t space_reserve(struct rp_fs *fs)
 
 void space_taken(struct rp_fs *fs, uint64_t blocks)
 {
+	atomic_fetch_add(&fs->space_taken_total, blocks);
 	uint64_t f = atomic_load(&fs->space_free);
 	while (!atomic_compare_exchange_weak(&fs->space_free, &f, f > blocks ? f - blocks : 0))
 		;

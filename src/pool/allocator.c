@@ -171,10 +171,13 @@ static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
 	rp_mutex_unlock(&p->mu);
 }
 
+/* ps->frees moves after the bits are clear: a free-space refresh that
+ * read the bitmap before then sees the counter moved and rereads. */
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
+	int rc = rp_poolset_replicated(ps) ? replica_free_many(ps, e, 1) : pool_free_single(ps, e);
 	atomic_fetch_add(&ps->frees, 1);
-	return rp_poolset_replicated(ps) ? replica_free_many(ps, e, 1) : pool_free_single(ps, e);
+	return rc;
 }
 
 int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e)
@@ -305,9 +308,10 @@ static int free_words(struct rp_poolset *ps, struct word_free *it, size_t n)
 
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
+	int rc = rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
+					   : pool_free_many_single(ps, v, n);
 	atomic_fetch_add(&ps->frees, 1);
-	return rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
-					 : pool_free_many_single(ps, v, n);
+	return rc;
 }
 
 int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n)

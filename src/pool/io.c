@@ -160,7 +160,9 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
 
 /* An io whose connection broke is tried once more on a new connection (a
  * pool stalled a little past op_timeout, or a connection reset, is not a
- * lost copy): a write, or a read without copies to turn to. Safe for reads and writes alike: the server fences the old
+ * lost copy): a write, or a read without copies to turn to, and only when
+ * the fs layer's guard says the lease is still ours: the first try may have
+ * hung for op_timeout, long enough for a takeover. Safe for reads and writes alike: the server fences the old
  * connection before it welcomes the new one, so the first try cannot land
  * after the second (rdmapool(7), Fencing), and both write the same bytes. */
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
@@ -170,7 +172,8 @@ int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *i
 	for (size_t i = 0; i < n; i++)
 		nretry += pool_connection_lost(ios[i].status);
 	/* a replicated read goes to another copy instead (replica.c) */
-	if (rc == 0 || nretry == 0 || (opc == RP_OP_READ && rp_poolset_replicated(ps)))
+	if (rc == 0 || nretry == 0 || (opc == RP_OP_READ && rp_poolset_replicated(ps)) ||
+	    !ps->retry_guard || ps->retry_guard(ps->retry_arg) < 0)
 		return rc;
 	struct rp_io *again = malloc(nretry * sizeof(*again));
 	size_t *from = malloc(nretry * sizeof(*from));

@@ -185,10 +185,10 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		return p->error ? p->error : -ENOTCONN;
 	if (p->error)
 		return p->error;
-	if (rp_conn_is_up(p->conn))
+	if (rp_conn_is_up(p->conn) && !atomic_load(&p->validating))
 		return 0;
 	int rc = 0;
-	rp_mutex_lock(&p->mu, RP_LK_POOL);
+	rp_mutex_lock(&p->mu, RP_LK_POOL); /* a reconnect under way ends first */
 	if (p->error || rp_conn_is_up(p->conn))
 		goto out;
 	uint64_t now = rp_now_ms();
@@ -199,6 +199,11 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	p->last_revive_ms = now;
 	p->revive_ok = false;
 	char err[320];
+	/* up to the transport as soon as it reconnects, but not to other
+	 * threads (rp_pool_connected, the fast path above) until the pool is
+	 * known to be the same: an empty replacement must never be read as a
+	 * current copy */
+	atomic_store(&p->validating, true);
 	rc = rp_conn_reconnect(p->conn, err, sizeof(err));
 	if (rc < 0) {
 		rp_warn("reconnect: %s", err);
@@ -228,6 +233,7 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		rp_info("peer %u (%s:%u): reconnected over %s", p->peer.id, p->peer.host,
 			p->peer.port, rp_transport_name(rp_conn_kind(p->conn)));
 out:
+	atomic_store(&p->validating, false);
 	rp_mutex_unlock(&p->mu);
 	return rc;
 }
@@ -290,7 +296,8 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool)
 {
 	const struct rp_pool *p = pool < ps->n ? &ps->pools[pool] : NULL;
-	return p && p->present && p->conn && p->error == 0 && rp_conn_is_up(p->conn);
+	return p && p->present && p->conn && p->error == 0 && !atomic_load(&p->validating) &&
+	       rp_conn_is_up(p->conn);
 }
 
 static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
@@ -299,8 +306,7 @@ static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)
 	return *rc ? NULL : &ps->pools[pool];
 }
 
-/* Reads and writes whose connection broke get one more try on a new one
- * (io.c says why that is safe). */
+/* A read whose connection broke gets one more try on a new one. */
 int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, size_t len)
 {
 	int rc = 0;
@@ -313,16 +319,14 @@ int rp_pool_read(struct rp_poolset *ps, uint32_t pool, uint64_t off, void *buf, 
 	return rc;
 }
 
+/* Raw writes are not tried again: their callers (the volume table's
+ * mirror, rebuilds) check what they write against (an epoch, a lease)
+ * just before, and a second try could land long after that. */
 int rp_pool_write(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf, size_t len)
 {
-	int rc = 0;
-	for (int tries = 0; tries < 2 && (tries == 0 || pool_connection_lost(rc)); tries++) {
-		struct rp_pool *p = usable(ps, pool, &rc);
-		if (p && tries)
-			rp_count(&p->stats.retries, 1);
-		rc = p ? rp_conn_write(p->conn, off, buf, len) : rc;
-	}
-	return rc;
+	int rc;
+	struct rp_pool *p = usable(ps, pool, &rc);
+	return p ? rp_conn_write(p->conn, off, buf, len) : rc;
 }
 
 int rp_pool_cas(struct rp_poolset *ps, uint32_t pool, uint64_t off, uint64_t expect,

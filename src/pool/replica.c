@@ -206,9 +206,18 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 	return -ENOSPC;
 }
 
+static int unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count);
+
+/* counted in ps->frees once the bits are clear (allocator.c says why) */
 int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count)
 {
+	int rc = unclaim_exact(ps, pool, block, count);
 	atomic_fetch_add(&ps->frees, 1);
+	return rc;
+}
+
+static int unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count)
+{
 	int rc = rp_pool_ensure(ps, pool);
 	if (rc < 0)
 		return rc;
