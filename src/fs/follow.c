@@ -34,6 +34,13 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 		rp_rwlock_wrlock(&c->fs->apply, RP_LK_APPLY);
 		rp_mutex_lock(&c->fs->mu, RP_LK_FS);
 		c->locked = true;
+		/* The writer marks a copy stale before the write that missed it
+		 * counts, so before the records naming the new data are durable:
+		 * the placement read now, after those records were read, knows
+		 * every copy they must not be read from (read before them, it
+		 * could be older than the mark, and the copy would return the
+		 * block's previous owner's bytes). */
+		place_follow(c->fs);
 	}
 	int rc = state_apply(c->fs, r, NULL);
 	if (rc < 0 && !c->err) {
@@ -72,6 +79,7 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		fs->next_ino = tmp->next_ino;
 		fs->vol = *v;
 		fs->tail = tmp->tail;
+		place_follow(fs); /* as in follow_apply: read after the log */
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->apply);
 	} else {
@@ -109,7 +117,7 @@ void follow_step(struct rp_fs *fs)
 	struct rp_volrec v;
 	if (vol_read(fs->ps, fs->slot, &v) < 0)
 		return;
-	place_follow(fs); /* copies the writer found stale are not read here either */
+	place_follow(fs); /* copies the writer found stale (and came back) */
 	int rc = 0;
 	if (reload || v.epoch != fs->tail.epoch) {
 		rc = follow_reload(fs, &v);

@@ -111,7 +111,10 @@ static void violation(const char *what, uint32_t id, uint32_t k, uint32_t b, uin
 		      const char *detail)
 {
 	n_violations++;
-	printf("VIOLATION: %s: writer %u file %u block %u sector %u: %s\n", what, id, k, b, i, detail);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts); /* the nemesis logs its faults by the same clock */
+	printf("VIOLATION at %lld.%03ld: %s: writer %u file %u block %u sector %u: %s\n",
+	       (long long)ts.tv_sec, ts.tv_nsec / 1000000, what, id, k, b, i, detail);
 	fflush(stdout);
 }
 
