@@ -90,13 +90,24 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	return rc;
 }
 
-/* Heartbeat; after an expiry, a new slot and a whole load. */
+void follow_set_fresh(struct rp_fs *fs)
+{
+	/* two periods without a heartbeat: three are left before the writer
+	 * may expire us, for reads already under way to finish */
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	atomic_store(&fs->reader_fresh_until, fs->reader.last_renew_ms + 2ull * period);
+}
+
+/* Heartbeat; after an expiry, a new slot and a whole load. Runs on the
+ * follow thread only: fs->reader and fs->vol are its to read. */
 static int follow_renew(struct rp_fs *fs, bool *reload)
 {
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
 	if (rp_boot_ms() - fs->reader.last_renew_ms < period / 2)
 		return 0;
 	int rc = reader_renew(fs->ps, &fs->reader);
+	if (rc == 0)
+		follow_set_fresh(fs);
 	if (rc != -ESTALE)
 		return rc;
 	rp_warn("volume \"%s\": the writer gave up waiting for this read-only mount; "
@@ -105,6 +116,7 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 	fs->reader.hb = 0;
 	if ((rc = reader_register(fs->ps, fs->slot, &fs->reader)) < 0)
 		return rc;
+	follow_set_fresh(fs);
 	*reload = true;
 	return 0;
 }
@@ -134,11 +146,9 @@ void follow_step(struct rp_fs *fs)
 		atomic_store(&fs->reader_stale, false);
 }
 
+/* Any thread: the follow thread's fields are read only through atomics. */
 bool follow_fresh(struct rp_fs *fs)
 {
-	/* two periods without a heartbeat: three are left before the writer
-	 * may expire us, for reads already under way to finish */
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
 	return !atomic_load(&fs->reader_stale) &&
-	       rp_boot_ms() - fs->reader.last_renew_ms < 2ull * period;
+	       rp_boot_ms() < atomic_load(&fs->reader_fresh_until);
 }

@@ -436,6 +436,9 @@ struct rp_fs {
 	pthread_rwlock_t apply;
 	uint32_t follow_ms;
 	atomic_bool reader_stale;
+	/* data reads are served before this (rp_boot_ms): the follow thread
+	 * sets it at each heartbeat that lands, readers only load it */
+	_Atomic uint64_t reader_fresh_until;
 	/* what metrics show (fs_metrics.c) */
 	struct {
 		_Atomic uint64_t log_records, log_bytes, log_flushes, checkpoints;
@@ -499,6 +502,8 @@ int fs_writable(struct rp_fs *fs);
 void follow_step(struct rp_fs *fs);
 /* May this read-only mount serve data reads (its heartbeat is recent)? */
 bool follow_fresh(struct rp_fs *fs);
+/* The follow thread, after its heartbeat landed (and at mount). */
+void follow_set_fresh(struct rp_fs *fs);
 
 /* held.c: frees that wait for the read-only mounts */
 /* Hold fs->deferred (their records are durable up to w's position). */

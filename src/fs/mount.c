@@ -442,6 +442,8 @@ static int take_reader_slot(struct rp_fs *fs)
 	for (;;) {
 		int rc = reader_register(fs->ps, fs->slot, &fs->reader);
 		uint64_t min;
+		if (rc == 0)
+			follow_set_fresh(fs);
 		if (rc != -EUSERS || rp_now_ms() >= deadline)
 			return rc;
 		if ((rc = readers_scan(fs->ps, fs->slot, &w, period, &min)) < 0)
