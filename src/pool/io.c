@@ -96,6 +96,11 @@ int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, 
 					 : poolset_rw_single(ps, opc, ios, n);
 }
 
+int poolset_write_guard(struct rp_poolset *ps)
+{
+	return ps->retry_guard ? ps->retry_guard(ps->retry_arg) : 0;
+}
+
 /* One pass: every io posted at once, over all pools, then waited for once. */
 static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
 {
@@ -111,11 +116,17 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
 	if (!ops)
 		return -ENOMEM;
 	rp_completion_init(&comp);
-	/* Post per pool in runs so each connection gets its ops in one call. */
+	/* Every pool of the batch connected first: a reconnect may take
+	 * connect_timeout, long enough for another client to take the volume
+	 * over after the caller asked its lease guard, so a write that waited
+	 * for one asks the guard again before anything is posted. */
+	bool reconnected = false;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		uint32_t pool = ios[i].pool;
+		bool was_up = rp_pool_connected(ps, pool);
 		int up = rp_pool_ensure(ps, pool);
+		reconnected |= !was_up;
 		while (j < n && ios[j].pool == pool) {
 			struct rp_io *io = &ios[j];
 			io->status = up;
@@ -128,19 +139,23 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
 						  .mr = pool < ps->n ? io->buf->mrs[pool] : NULL };
 			j++;
 		}
-		/* Post the valid ones of this run, one connection call per run. */
-		size_t k = i;
-		while (k < j) {
-			size_t m = k;
-			while (m < j && ios[m].status == 0)
-				m++;
-			if (m > k)
-				rp_conn_post(ps->pools[pool].conn, ops + k, m - k, &comp);
-			while (m < j && ios[m].status != 0)
-				m++;
-			k = m;
-		}
 		i = j;
+	}
+	if (opc == RP_OP_WRITE && reconnected && poolset_write_guard(ps) < 0)
+		for (size_t i = 0; i < n; i++)
+			ios[i].status = -EIO;
+	/* Post per pool in runs so each connection gets its ops in one call:
+	 * the valid ones of each run, one connection call per run. */
+	for (size_t k = 0; k < n;) {
+		uint32_t pool = ios[k].pool;
+		size_t m = k;
+		while (m < n && ios[m].pool == pool && ios[m].status == 0)
+			m++;
+		if (m > k)
+			rp_conn_post(ps->pools[pool].conn, ops + k, m - k, &comp);
+		while (m < n && ios[m].pool == pool && ios[m].status != 0)
+			m++;
+		k = m;
 	}
 	int werr = rp_completion_wait(&comp, ps->op_timeout_ms);
 	rp_completion_destroy(&comp);
@@ -164,7 +179,9 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
  * the fs layer's guard says the lease is still ours: the first try may have
  * hung for op_timeout, long enough for a takeover. Safe for reads and writes alike: the server fences the old
  * connection before it welcomes the new one, so the first try cannot land
- * after the second (rdmapool(7), Fencing), and both write the same bytes. */
+ * after the second (rdmapool(7), Fencing), and both write the same bytes.
+ * The guard is asked again after a reconnect, just before the posts
+ * (rw_once): a reconnect of seconds must not stand between it and a write. */
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
 {
 	int rc = rw_once(ps, opc, ios, n);
@@ -173,7 +190,7 @@ int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *i
 		nretry += pool_connection_lost(ios[i].status);
 	/* a replicated read goes to another copy instead (replica.c) */
 	if (rc == 0 || nretry == 0 || (opc == RP_OP_READ && rp_poolset_replicated(ps)) ||
-	    !ps->retry_guard || ps->retry_guard(ps->retry_arg) < 0)
+	    !ps->retry_guard || poolset_write_guard(ps) < 0)
 		return rc;
 	struct rp_io *again = malloc(nretry * sizeof(*again));
 	size_t *from = malloc(nretry * sizeof(*from));

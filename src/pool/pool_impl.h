@@ -26,6 +26,9 @@ static inline bool pool_connection_lost(int err)
 }
 
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
+/* The fs layer's lease guard (0 when none is set): asked again before a
+ * write that had to wait for a reconnect. */
+int poolset_write_guard(struct rp_poolset *ps);
 
 /* replica.c */
 int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);

@@ -327,6 +327,7 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 	size_t *owner = calloc(n * RP_MAX_REPLICAS, sizeof(*owner));
 	size_t nex = 0;
 	int rc = 0;
+	bool reconnected = false;
 	if (!ex || !owner) {
 		free(ex);
 		free(owner);
@@ -346,10 +347,21 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			 * period, so a pool that is really gone costs it once),
 			 * else missed: a connection dropped by a hiccup (a timed-out
 			 * read) does not make the copy stale */
-			ex[nex].status = rp_pool_connected(ps, m[k]) || rp_pool_ensure(ps, m[k]) == 0
-						 ? 1 : -ENOTCONN;
+			bool was_up = rp_pool_connected(ps, m[k]);
+			ex[nex].status = was_up || rp_pool_ensure(ps, m[k]) == 0 ? 1 : -ENOTCONN;
+			reconnected |= !was_up;
 			owner[nex++] = i;
 		}
+	/* the caller's lease guard was asked before these reconnects, which
+	 * may have taken seconds: ask it again before anything is posted (a
+	 * write refused here misses no copy: none is marked stale) */
+	if (reconnected && poolset_write_guard(ps) < 0) {
+		for (size_t i = 0; i < n; i++)
+			ios[i].status = -EIO;
+		free(ex);
+		free(owner);
+		return -EIO;
+	}
 	/* post the connected ones (each io gets its status), in place */
 	size_t npost = 0;
 	for (size_t j = 0; j < nex; j++)
