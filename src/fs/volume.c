@@ -470,15 +470,20 @@ int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 			return rc;
 		if (old != 0)
 			continue;
-		if ((rc = vol_home_write(ps, reader_off(slot, r, 1), &zero, 8)) < 0 ||
-		    (rc = home_cas(ps, reader_off(slot, r, 0), 0, hb, &old)) < 0)
+		if ((rc = vol_home_write(ps, reader_off(slot, r, 1), &zero, 8)) < 0)
+			return rc;
+		/* the time before the swap is sent: the writer may count the
+		 * heartbeat from no earlier (its copying to the other home
+		 * copies can take a while) */
+		uint64_t sent = rp_boot_ms();
+		if ((rc = home_cas(ps, reader_off(slot, r, 0), 0, hb, &old)) < 0)
 			return rc;
 		if (old != 0)
 			continue;
 		rd->slot = slot;
 		rd->index = r;
 		rd->hb = hb;
-		rd->last_renew_ms = rp_boot_ms();
+		rd->last_renew_ms = sent;
 		return 0;
 	}
 	return -EUSERS;
@@ -488,13 +493,14 @@ int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 {
 	uint64_t ctr = rd->hb & 0xffffffffu;
 	uint64_t next = (rd->hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1), old;
+	uint64_t sent = rp_boot_ms(); /* as in reader_register */
 	int rc = home_cas(ps, reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
 	if (rc < 0)
 		return rc;
 	if (old != rd->hb)
 		return -ESTALE; /* expired by the writer */
 	rd->hb = next;
-	rd->last_renew_ms = rp_boot_ms();
+	rd->last_renew_ms = sent;
 	return 0;
 }
 
