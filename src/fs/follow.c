@@ -31,16 +31,20 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 {
 	struct follow_ctx *c = arg;
 	if (!c->locked) {
-		rp_rwlock_wrlock(&c->fs->apply, RP_LK_APPLY);
-		rp_mutex_lock(&c->fs->mu, RP_LK_FS);
-		c->locked = true;
 		/* The writer marks a copy stale before the write that missed it
 		 * counts, so before the records naming the new data are durable:
 		 * the placement read now, after those records were read, knows
 		 * every copy they must not be read from (read before them, it
 		 * could be older than the mark, and the copy would return the
-		 * block's previous owner's bytes). */
-		place_follow(c->fs);
+		 * block's previous owner's bytes). Read before the locks (a
+		 * network read must not hold up data reads), and a failed read
+		 * stops here: the transaction is applied on the next look. */
+		int rc = place_follow(c->fs);
+		if (rc < 0)
+			return rc;
+		rp_rwlock_wrlock(&c->fs->apply, RP_LK_APPLY);
+		rp_mutex_lock(&c->fs->mu, RP_LK_FS);
+		c->locked = true;
 	}
 	int rc = state_apply(c->fs, r, NULL);
 	if (rc < 0 && !c->err) {
@@ -70,6 +74,9 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	struct rp_extvec segs = { 0 };
 	int rc = state_load(tmp, &segs, err, sizeof(err));
 	extvec_free(&segs);
+	/* as in follow_apply: the placement read after the log, before the locks */
+	if (rc == 0 && (rc = place_follow(fs)) < 0)
+		rp_warn("volume \"%s\": reading the placement: %s", v->name, strerror(-rc));
 	if (rc == 0) {
 		rp_rwlock_wrlock(&fs->apply, RP_LK_APPLY);
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
@@ -79,7 +86,6 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		fs->next_ino = tmp->next_ino;
 		fs->vol = *v;
 		fs->tail = tmp->tail;
-		place_follow(fs); /* as in follow_apply: read after the log */
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->apply);
 	} else {

@@ -190,7 +190,7 @@ int place_ring_index(const struct rp_volplace *pl, uint32_t pool);
 int place_install(struct rp_fs *fs, const struct rp_volplace *pl);
 void place_uninstall(struct rp_fs *fs);
 /* A read-only mount: take the writer's stale marks (and rebuilds) over. */
-void place_follow(struct rp_fs *fs);
+int place_follow(struct rp_fs *fs);
 /* A read-write mount: record ring pools that are down (or replaced) as
  * stale now; the background thread calls it every tick. */
 int place_note_down(struct rp_fs *fs);

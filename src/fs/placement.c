@@ -224,18 +224,22 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
 	return 0;
 }
 
-void place_follow(struct rp_fs *fs)
+int place_follow(struct rp_fs *fs)
 {
 	struct rp_volplace pl;
-	if (!fs->place_installed || fs->place.replicas < 2 ||
-	    place_read(fs->ps, fs->slot, &pl) < 0 || pl.seq == fs->place.seq ||
-	    pl.nring != fs->place.nring)
-		return;
+	if (!fs->place_installed || fs->place.replicas < 2)
+		return 0;
+	int rc = place_read(fs->ps, fs->slot, &pl);
+	if (rc < 0)
+		return rc;
+	if (pl.seq == fs->place.seq || pl.nring != fs->place.nring)
+		return 0;
 	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
 	fs->place = pl;
 	rp_mutex_unlock(&fs->place_mu);
 	for (uint32_t i = 0; i < pl.nring; i++)
 		fs->ps->pools[pl.ring[i]].stale = (pl.stale >> i) & 1;
+	return 0;
 }
 
 void place_uninstall(struct rp_fs *fs)
