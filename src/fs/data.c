@@ -483,11 +483,14 @@ static int commit_runs(struct rp_fs *fs, struct rp_inode *in, const struct rp_fe
 /* A write inside the file's size over mapped blocks changes neither map nor
  * size, so such overwrites share the file's lock with each other and with
  * reads (as O_DIRECT overwrites do on local filesystems); the rest take it
- * alone. Returns true with in->io read-locked for an overwrite. */
+ * alone. Returns true with in->io read-locked for an overwrite. Not with
+ * copies: each copy's pool applies writes in the order they reach it, and
+ * two overlapping writes (or one's second try of a copy, seconds later)
+ * could reach the copies in different orders and leave them different. */
 static bool lock_overwrite(struct rp_fs *fs, struct rp_inode *in, uint64_t off, size_t len)
 {
 	const uint64_t B = fs->block_size;
-	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off)
+	if (off >= MAX_FILE_SIZE || len > MAX_FILE_SIZE - off || rp_poolset_replicated(fs->ps))
 		return false;
 	rp_rwlock_rdlock(&in->io, RP_LK_INODE_IO);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
