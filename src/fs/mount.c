@@ -73,6 +73,12 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 void fs_delete(struct rp_fs *fs)
 {
 	rp_metrics_drop(fs); /* before what they point at goes */
+	/* every thread of ours is gone: the pool set outlives us (the admin
+	 * tool mounts again with it) and must not call into freed memory */
+	if (fs->ps && fs->ps->retry_arg == fs) {
+		fs->ps->retry_guard = NULL;
+		fs->ps->retry_arg = NULL;
+	}
 	place_uninstall(fs);
 	state_free(fs);
 	extvec_free(&fs->deferred);
