@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl);
 
@@ -170,9 +171,9 @@ void rp_poolset_close(struct rp_poolset *ps)
 
 /* after a reconnect that failed, not again so soon: a dead peer would
  * otherwise cost every operation a connect timeout; after one that
- * succeeded, a short pause only (a peer that dies after each handshake
- * must not be reconnected in a loop, one that restarted twice must not
- * fail I/O for half a second) */
+ * succeeded, a short pause only, which the next reconnect waits out (a
+ * peer that dies after each handshake must not be reconnected in a loop,
+ * one that restarted twice must not fail I/O) */
 #define REVIVE_BACKOFF_MS 500
 #define REVIVE_AFTER_OK_MS 50
 
@@ -192,7 +193,14 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	if (p->error || rp_conn_is_up(p->conn))
 		goto out;
 	uint64_t now = rp_now_ms();
-	if (now - p->last_revive_ms < (p->revive_ok ? REVIVE_AFTER_OK_MS : REVIVE_BACKOFF_MS)) {
+	if (p->revive_ok && now - p->last_revive_ms < REVIVE_AFTER_OK_MS) {
+		/* the short pause after a success is waited out, not failed: a
+		 * server restarted twice within it (a fast restart takes tens of
+		 * ms) is back, and the I/O that found it gone must not fail */
+		struct timespec ts = { 0, (long)(REVIVE_AFTER_OK_MS - (now - p->last_revive_ms)) * 1000000L };
+		nanosleep(&ts, NULL);
+		now = rp_now_ms();
+	} else if (!p->revive_ok && now - p->last_revive_ms < REVIVE_BACKOFF_MS) {
 		rc = -ENOTCONN;
 		goto out;
 	}
