@@ -402,8 +402,10 @@ static void tail_read(struct tail *t)
 	}
 }
 
-static void follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_t b)
+/* Returns how many sectors held a write (not zeros). */
+static unsigned follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_t b)
 {
+	unsigned written = 0;
 	tail_read(&tails[w - 1]);
 	for (uint32_t i = 0; i < SPB; i++) {
 		const uint8_t *p = buf + (size_t)i * SECT;
@@ -412,6 +414,7 @@ static void follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_t b)
 		char d[200];
 		if (all_zero(p, SECT))
 			continue;
+		written++;
 		memcpy(&h, p, sizeof(h));
 		memcpy(&c, p + SECT - 8, 8);
 		if (h.magic != MAGIC || c != fnv(p, SECT - 8)) {
@@ -426,6 +429,7 @@ static void follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_t b)
 			violation("version never written", w, k, b, i, d);
 		}
 	}
+	return written;
 }
 
 static int follow(const char *dir, uint32_t nw, const char *prefix, uint64_t seed, double seconds)
@@ -444,6 +448,7 @@ static int follow(const char *dir, uint32_t nw, const char *prefix, uint64_t see
 	if (!buf)
 		return 2;
 	uint64_t r = mix(seed ^ 0xf0110);
+	unsigned long written = 0;
 	double end = now_s() + seconds;
 	while (now_s() < end) {
 		r = mix(r + 1);
@@ -464,11 +469,15 @@ static int follow(const char *dir, uint32_t nw, const char *prefix, uint64_t see
 			continue;
 		}
 		memset(buf + n, 0, BLK - (size_t)n);
-		follow_check(buf, w, k, b);
+		written += follow_check(buf, w, k, b);
 	}
 	if (n_reads == n_errors)
 		violation("no progress", 0, 0, 0, 0, "no follower read succeeded in the whole run");
-	printf("follower: %lu reads, %lu errors, %lu violations\n", n_reads, n_errors, n_violations);
+	/* zeros always pass: a follower that never applied a record would */
+	else if (written == 0)
+		violation("no progress", 0, 0, 0, 0, "the follower never read a written sector");
+	printf("follower: %lu reads, %lu errors, %lu sectors with data checked, %lu violations\n",
+	       n_reads, n_errors, written, n_violations);
 	for (uint32_t w = 1; w <= nw; w++)
 		fclose(tails[w - 1].f);
 	free(buf);
