@@ -74,8 +74,10 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	struct rp_extvec segs = { 0 };
 	int rc = state_load(tmp, &segs, err, sizeof(err));
 	extvec_free(&segs);
+	if (rc < 0)
+		rp_warn("%s", err);
 	/* as in follow_apply: the placement read after the log, before the locks */
-	if (rc == 0 && (rc = place_follow(fs)) < 0)
+	else if ((rc = place_follow(fs)) < 0)
 		rp_warn("volume \"%s\": reading the placement: %s", v->name, strerror(-rc));
 	if (rc == 0) {
 		rp_rwlock_wrlock(&fs->apply, RP_LK_APPLY);
@@ -88,8 +90,6 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		fs->tail = tmp->tail;
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->apply);
-	} else {
-		rp_warn("%s", err);
 	}
 	state_free(tmp);
 	free(tmp);
