@@ -26,15 +26,9 @@
 #define HOME_EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
 #define HOME_RECHECK_MS 1000
 
-/* The epochs of every listed pool (UINT64_MAX: unreachable); the authority.
- * Which copies are in sync is read from the copies at every scan, never
- * kept from an earlier one: another process may have resynced a copy this
- * one saw out of sync, or a drop may have been half done when it looked
- * (some copies already moved up, the rest about to), and a verdict kept
- * from then would have this process skip a copy everyone else reads. A
- * copy that cannot be reached now keeps its last verdict (the mirror drops
- * it unless it was out). */
-static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, uint64_t *top)
+/* The epochs of every listed pool (UINT64_MAX: unreachable); the authority. */
+static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, uint64_t *top,
+		     bool all)
 {
 	bool any = false;
 	*top = 0;
@@ -42,11 +36,14 @@ static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, ui
 		uint32_t id = ps->ids[k];
 		uint64_t e;
 		epochs[k] = UINT64_MAX;
-		/* a pool that is not connected is not waited for (its
-		 * reconnect is the data path's business) */
-		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+		/* a copy out of sync stays so until resynced; a pool that is
+		 * not connected is not waited for (its reconnect is the data
+		 * path's business) */
+		if ((ps->pools[id].home_out && !all) || !rp_pool_connected(ps, id) ||
+		    rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
 			continue;
 		epochs[k] = e;
+		ps->pools[id].home_out = false; /* until compared with the top below */
 		if (!any || e > *top) {
 			*top = e;
 			*auth = id;
@@ -54,8 +51,8 @@ static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, ui
 		any = true;
 	}
 	for (size_t k = 0; k < ps->npeers; k++)
-		if (epochs[k] != UINT64_MAX)
-			ps->pools[ps->ids[k]].home_out = epochs[k] != *top;
+		if (epochs[k] != UINT64_MAX && epochs[k] != *top)
+			ps->pools[ps->ids[k]].home_out = true;
 	return any ? 0 : -ENOTCONN;
 }
 
@@ -71,7 +68,7 @@ static int home_pool(struct rp_poolset *ps, uint32_t *pool)
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
 	if (!ep)
 		return -ENOMEM;
-	int rc = home_scan(ps, ep, pool, &top);
+	int rc = home_scan(ps, ep, pool, &top, false);
 	free(ep);
 	if (rc < 0)
 		return rc;
@@ -121,25 +118,17 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
-		if (id == auth || !ps->pools[id].present)
-			continue;
-		bool was_out = ps->pools[id].home_out;
-		/* out when last seen and not connected: not waited for */
-		if (was_out && !rp_pool_connected(ps, id))
+		if (id == auth || ps->pools[id].home_out || !ps->pools[id].present)
 			continue;
 		/* (rp_pool_faa reconnects a dropped connection first, at most
 		 * once per backoff period) */
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
 			/* unreachable: it may have been in sync, so drop it */
-			if (!was_out)
-				missed[k] = any = true;
+			missed[k] = any = true;
 			continue;
 		}
-		/* the copy's epoch decides, not this process's memory: a copy
-		 * another process resynced is in sync again */
-		ps->pools[id].home_out = pe != e;
 		if (pe != e)
-			continue; /* out of sync */
+			continue; /* out of sync already */
 		if (rp_pool_write(ps, id, off, buf, len) < 0)
 			missed[k] = any = true;
 	}
@@ -233,7 +222,7 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
 	uint8_t *area = malloc(RP_HOME_SIZE);
 	uint32_t auth;
-	int rc = ep && area ? home_scan(ps, ep, &auth, &top) : -ENOMEM;
+	int rc = ep && area ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
 	if (rc == 0)
 		rc = rp_pool_read(ps, auth, RP_HOME_OFFSET, area, RP_HOME_SIZE);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
@@ -275,7 +264,7 @@ int home_init(struct rp_poolset *ps)
 {
 	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top, old;
 	uint32_t auth;
-	int rc = ep ? home_scan(ps, ep, &auth, &top) : -ENOMEM;
+	int rc = ep ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
 	/* epochs start at 1 once a volume exists: a pool replaced by an empty
 	 * one (epoch 0) is then out of sync, never the authority */
 	for (size_t k = 0; rc == 0 && top == 0 && k < ps->npeers; k++)
