@@ -101,6 +101,10 @@ struct rp_poolset {
 	 * while its first try hung never sends a second. NULL: no second try. */
 	int (*retry_guard)(void *arg);
 	void *retry_arg;
+	/* the lease holder's fence (rp_poolset_fence): every connect carries
+	 * it; fenced once a pool refused it for a newer holder's */
+	_Atomic uint64_t fence_session, fence_epoch;
+	atomic_bool fenced;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */
@@ -135,6 +139,18 @@ static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->er
 /* Connected now, without trying to reconnect (which may take the connect
  * timeout): for copies that can be skipped rather than waited for. */
 bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool);
+
+/* A lease holder's fence in the pools (rdmapool(7), "Fencing"): from now on
+ * every connection carries the volume's fence session and this writer
+ * epoch, and every pool connected now is reconnected with it, so that its
+ * server cuts the connections of every holder with an older epoch before
+ * this one reads or writes anything there. A pool that is down gets it when
+ * it is reconnected. -ENOLCK when a pool refuses it: a holder with a newer
+ * epoch has connected (then rp_poolset_fenced is true). */
+int rp_poolset_fence(struct rp_poolset *ps, uint64_t session, uint64_t epoch);
+/* Has a pool refused this holder for a newer one? Its I/O fails from then
+ * on: -ENOLCK inside this layer, -EIO out of rp_poolset_rw. */
+bool rp_poolset_fenced(const struct rp_poolset *ps);
 
 /* Make sure a pool can be used: reconnect a dropped connection (at most every
  * half second) and check that the region behind it is the same pool (same

@@ -76,6 +76,8 @@ struct rp_conn_params {
 	 * reconnects): time from post to the last completion of each
 	 * connection's ops in one wait, a round trip as the caller sees it */
 	struct rp_hist *latency;
+	/* optional: the lease holder's fence (rp_conn_set_fence); 0: none */
+	uint64_t fence_session, fence_epoch;
 };
 
 /* Connect and authenticate. err receives a message naming the peer. */
@@ -87,6 +89,20 @@ void rp_conn_close(struct rp_conn *c);
  * (and checks that the region behind it is still the same). */
 bool rp_conn_is_up(const struct rp_conn *c);
 int rp_conn_reconnect(struct rp_conn *c, char *err, size_t errlen);
+
+/* Fencing a volume's earlier writers in the pools themselves (rdmapool(7),
+ * "Fencing"): a lease holder tags its connections with the volume's fence
+ * session and its writer epoch. A pool server that accepts a connect of the
+ * session with a newer epoch first cuts every connection of an older one
+ * (none of their requests executes after that) and refuses older epochs
+ * from then on, also after the newer holder has gone. Takes effect at the
+ * next connect: rp_conn_drop, then reconnect. Epochs must fit 32 bits. A
+ * connect refused this way fails with -ESTALE (over tcp only when the
+ * server proved the refusal). */
+void rp_conn_set_fence(struct rp_conn *c, uint64_t session, uint64_t epoch);
+/* Take a connection down as a failure would (ops in flight fail with
+ * -ECONNABORTED); the owner reconnects it. */
+void rp_conn_drop(struct rp_conn *c);
 
 uint64_t rp_conn_region_size(const struct rp_conn *c);
 /* The pool uuid the server proved in the handshake (16 bytes). */

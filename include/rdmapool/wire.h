@@ -26,7 +26,11 @@
  * (one per client connection object, random) with the generation of this
  * connect, which grows with every reconnect. The server fences a session's
  * older connections when a newer one is accepted: none of their requests
- * executes after the newer connection's welcome (rdmapool(7), "Fencing"). */
+ * executes after the newer connection's welcome (rdmapool(7), "Fencing").
+ * A volume's lease holder uses the volume's fence session instead, with its
+ * writer epoch in the generation's top 32 bits: a newer holder fences the
+ * older ones the same way, and the server remembers it past their
+ * connections (src/transport/fence_memo.h). */
 #define RP_AUTH_BIND_OFF 24
 #define RP_AUTH_BIND_LEN 24
 #define RP_AUTH_SESSION_OFF 32

@@ -122,15 +122,15 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off
 			continue;
 		/* (rp_pool_faa reconnects a dropped connection first, at most
 		 * once per backoff period) */
-		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe) < 0) {
-			/* unreachable: it may have been in sync, so drop it */
-			missed[k] = any = true;
-			continue;
-		}
-		if (pe != e)
+		int prc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe);
+		if (prc == 0 && pe != e)
 			continue; /* out of sync already */
-		if (rp_pool_write(ps, id, off, buf, len) < 0)
-			missed[k] = any = true;
+		if (prc == 0)
+			prc = rp_pool_write(ps, id, off, buf, len);
+		if (prc == -ENOLCK)
+			rc = prc; /* fenced: a newer holder decides, drop nothing */
+		else if (prc < 0)
+			missed[k] = any = true; /* it may have been in sync: drop it */
 	}
 	if (any && rc == 0)
 		home_drop(ps, missed, e);
@@ -185,6 +185,8 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		if (rc < 0)
 			return rc;
 		rc = cas ? rp_pool_cas(ps, auth, off, a, b, old) : rp_pool_faa(ps, auth, off, a, old);
+		if (rc == -ENOLCK)
+			return rc; /* fenced: not to be tried on another copy */
 		if (rc < 0) {
 			home_forget(ps);
 			if (tries)

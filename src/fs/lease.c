@@ -18,8 +18,29 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* Tests only (fstest 074): a writer that skips its own lease checks, as
+ * one whose checks passed just before a takeover does, to show that the
+ * pools fence it by themselves. RP_TEST_IGNORE_LEASE=1, read at start;
+ * compiled out of packages (configure --disable-test-hooks). */
+#ifdef RP_TEST_HOOKS
+static atomic_bool ignore_lease;
+#define IGNORING_LEASE() atomic_load(&ignore_lease)
+static void read_test_hooks(void)
+{
+	const char *v = getenv("RP_TEST_IGNORE_LEASE");
+	if (v && strcmp(v, "1") == 0) {
+		rp_warn("RP_TEST_IGNORE_LEASE=1: this writer skips its lease checks (tests only)");
+		atomic_store(&ignore_lease, true);
+	}
+}
+#else
+#define IGNORING_LEASE() false
+static void read_test_hooks(void) {}
+#endif
 
 static void set_fresh(struct rp_fs *fs)
 {
@@ -31,6 +52,13 @@ static void set_fresh(struct rp_fs *fs)
 /* Called with lease_mu held. */
 static void lost(struct rp_fs *fs, const char *why)
 {
+	static atomic_bool told;
+	if (IGNORING_LEASE()) {
+		if (!atomic_exchange(&told, true))
+			rp_err("volume \"%s\": %s (ignored: RP_TEST_IGNORE_LEASE=1)", fs->vol.name,
+			       why);
+		return;
+	}
 	if (!atomic_exchange(&fs->lease_lost, true))
 		rp_err("volume \"%s\": %s (writer epoch %llu); refusing all further changes",
 		       fs->vol.name, why, (unsigned long long)fs->lease.epoch);
@@ -72,6 +100,8 @@ static void *lease_main(void *arg)
 			warned = false;
 		} else if (rc == -ESTALE) {
 			lost(fs, "the lease was taken over by another mounter");
+		} else if (rp_poolset_fenced(fs->ps)) {
+			lost(fs, "fenced: a pool refuses us for a newer holder of the lease");
 		} else if (!warned) {
 			/* writes wait in lease_guard; the word tells later whether
 			 * anyone took over meanwhile */
@@ -93,6 +123,7 @@ static int retry_guard(void *arg)
 
 int lease_start(struct rp_fs *fs)
 {
+	read_test_hooks();
 	set_fresh(fs);
 	fs->lease_stop = false;
 	/* set once, before any other thread does I/O; after lease_stop the
@@ -120,10 +151,17 @@ void lease_stop(struct rp_fs *fs)
 int lease_guard(struct rp_fs *fs)
 {
 	/* lease_running changes only before the filesystem serves and after */
-	if (!fs->lease_running)
+	if (!fs->lease_running || IGNORING_LEASE())
 		return 0; /* no lease to keep: making a volume */
 	if (atomic_load(&fs->lease_lost))
 		return -EIO;
+	if (rp_poolset_fenced(fs->ps)) {
+		/* said now, by the write that found it, not at the next renewal */
+		rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
+		lost(fs, "fenced: a pool refuses us for a newer holder of the lease");
+		rp_mutex_unlock(&fs->lease_mu);
+		return -EIO;
+	}
 	if (rp_boot_ms() < atomic_load(&fs->lease_fresh_until))
 		return 0;
 	/* old: have it renewed now and wait to see. Long enough for the renewal
@@ -146,7 +184,7 @@ int lease_guard(struct rp_fs *fs)
 int lease_fence(struct rp_fs *fs)
 {
 	int rc;
-	if (!fs->lease_running)
+	if (!fs->lease_running || IGNORING_LEASE())
 		return 0;
 	if ((rc = lease_guard(fs)) < 0)
 		return rc;

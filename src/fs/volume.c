@@ -39,6 +39,10 @@
 #define HOLDER_LEN 48
 #define OFF_COPY(i) (64 + (i) * 224)
 #define COPY_LEN VOLREC_LEN
+/* a volume's fence session in the pools, per volume table slot (wire.h,
+ * rdmapool(7) "Fencing"); a client's random session is another with odds
+ * of 2^-64 */
+#define FENCE_SESSION 0x52505646454e0000ull /* "RPVFEN" */
 #define OFF_FENCE 216 /* between copy A (64..212) and copy B */
 #define OFF_REBUILD 224 /* 224..248: an online rebuild request and its progress */
 #define OFF_READERS 440 /* to 504 */
@@ -160,9 +164,14 @@ int vol_claim(struct rp_poolset *ps, const char *name, int *slot)
 		if (rc < 0)
 			return rc;
 		if (old == 0) {
-			uint8_t clear[SLOT_SIZE - 8] = { 0 };
-			/* a slot freed earlier may hold an old record: wipe it */
-			rc = vol_home_write(ps, slot_off(s, 8), clear, sizeof(clear));
+			uint8_t clear[SLOT_SIZE] = { 0 };
+			/* a slot freed earlier may hold an old record: wipe it, all
+			 * but the fence word: writer epochs of a slot only grow, as
+			 * the pools remember the newest (rdmapool(7), Fencing) */
+			rc = vol_home_write(ps, slot_off(s, 8), clear, OFF_FENCE - 8);
+			if (rc == 0)
+				rc = vol_home_write(ps, slot_off(s, OFF_FENCE + 8), clear,
+						    SLOT_SIZE - OFF_FENCE - 8);
 			if (rc < 0)
 				return rc;
 			*slot = s;
@@ -326,6 +335,23 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 		return rc;
 	}
 	l->epoch = fence + 1;
+	if (l->epoch > UINT32_MAX) {
+		/* the pools order holders by 32 bits of it (wire.h) */
+		snprintf(err, errlen, "writer epoch %llu is past what the pools can order",
+			 (unsigned long long)l->epoch);
+		lease_release(ps, l);
+		return -EOVERFLOW;
+	}
+	/* and the pools cut every older holder's connections before we read
+	 * or write anything there (rdmapool(7), "Fencing") */
+	if (rp_poolset_fence(ps, FENCE_SESSION | (uint64_t)slot, l->epoch) == -ENOLCK) {
+		snprintf(err, errlen, "a pool refuses writer epoch %llu: a holder with a newer "
+			 "epoch has connected to it, yet the volume table's fence word says "
+			 "this one is the newest (see rdmapool(7), BUGS)",
+			 (unsigned long long)l->epoch);
+		lease_release(ps, l);
+		return -EBUSY;
+	}
 	return 0;
 }
 

@@ -22,10 +22,17 @@ static struct rp_fs *FS(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Every error reply: ENOLCK, the pool layer's "refused: this writer is
+ * fenced", is an I/O error to applications (rdmapoolfs(8), ERRORS). */
+static void reply_err(fuse_req_t req, int err)
+{
+	fuse_reply_err(req, err == ENOLCK ? EIO : err);
+}
+
 static void reply_entry(fuse_req_t req, int rc, const struct rp_attr *a)
 {
 	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 		return;
 	}
 	struct fuse_entry_param e;
@@ -41,7 +48,7 @@ static void reply_entry(fuse_req_t req, int rc, const struct rp_attr *a)
 static void reply_attr(fuse_req_t req, int rc, const struct rp_attr *a)
 {
 	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 		return;
 	}
 	struct stat st;
@@ -129,7 +136,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *st, int to_s
 	if (to_set & FUSE_SET_ATTR_MTIME_NOW) set |= RP_SET_MTIME_NOW;
 	if (to_set & FUSE_SET_ATTR_CTIME) set |= RP_SET_CTIME;
 	if (st->st_size < 0 && (set & RP_SET_SIZE)) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 		return;
 	}
 	struct rp_attr a;
@@ -141,7 +148,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	char buf[RP_SYMLINK_MAX + 1];
 	int rc = rp_fs_readlink(FS(req), ino, buf, sizeof(buf));
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 	else
 		fuse_reply_readlink(req, buf);
 }
@@ -175,12 +182,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -rp_fs_unlink(FS(req), parent, name));
+	reply_err(req, -rp_fs_unlink(FS(req), parent, name));
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -rp_fs_rmdir(FS(req), parent, name));
+	reply_err(req, -rp_fs_rmdir(FS(req), parent, name));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -192,17 +199,17 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (flags & RENAME_EXCHANGE)
 		f |= RP_RENAME_EXCHANGE;
 	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 		return;
 	}
-	fuse_reply_err(req, -rp_fs_rename(FS(req), parent, name, newparent, newname, f));
+	reply_err(req, -rp_fs_rename(FS(req), parent, name, newparent, newname, f));
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int rc = rp_fs_open(FS(req), ino, fi->flags);
 	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 		return;
 	}
 	/* O_DIRECT needs no direct_io here: the kernel sends such reads and
@@ -225,7 +232,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		rp_fs_forget(FS(req), a.ino, 1);
 	}
 	if (rc < 0) {
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 		return;
 	}
 	struct fuse_entry_param e;
@@ -248,12 +255,12 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	(void)fi;
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 		return;
 	}
 	int rc = rp_fs_read_to(FS(req), ino, (uint64_t)off, size, reply_read, req);
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -261,12 +268,12 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 {
 	/* the kernel has already turned O_APPEND into the offset */
 	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
+		reply_err(req, EINVAL);
 		return;
 	}
 	ssize_t n = rp_fs_write(FS(req), ino, (uint64_t)off, size, buf, false, NULL);
 	if (n < 0) {
-		fuse_reply_err(req, (int)-n);
+		reply_err(req, (int)-n);
 		return;
 	}
 	/* its cached pages go before the answer (dio_inval.c) */
@@ -280,28 +287,28 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)fi;
 	rp_fs_release(FS(req), ino);
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)datasync;
 	(void)fi;
-	fuse_reply_err(req, -rp_fs_fsync(FS(req), ino));
+	reply_err(req, -rp_fs_fsync(FS(req), ino));
 }
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int rc = rp_fs_opendir(FS(req), ino);
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 	else
 		fuse_reply_open(req, fi);
 }
@@ -359,14 +366,14 @@ static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bo
 {
 	struct dirbuf d = { .req = req, .buf = malloc(size), .size = size };
 	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		return;
 	}
 	uint64_t from = off < 0 ? 0 : (uint64_t)off;
 	int rc = plus ? rp_fs_readdirplus(FS(req), ino, from, fillplus, &d)
 		      : rp_fs_readdir(FS(req), ino, from, fill, &d);
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -390,7 +397,7 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 {
 	(void)ino;
 	(void)fi;
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -404,7 +411,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs st;
 	int rc = rp_fs_statfs(FS(req), &st);
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 	else
 		fuse_reply_statfs(req, &st);
 }
@@ -412,7 +419,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
-	fuse_reply_err(req, -rp_fs_setxattr(FS(req), ino, name, value, size, flags));
+	reply_err(req, -rp_fs_setxattr(FS(req), ino, name, value, size, flags));
 }
 
 /* getxattr and listxattr: size 0 asks for the length, else the bytes. name is
@@ -421,13 +428,13 @@ static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 {
 	char *buf = size ? malloc(size) : NULL;
 	if (size && !buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		return;
 	}
 	ssize_t n = name ? rp_fs_getxattr(FS(req), ino, name, buf, size)
 			 : rp_fs_listxattr(FS(req), ino, buf, size);
 	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+		reply_err(req, (int)-n);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)n);
 	else
@@ -447,7 +454,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, -rp_fs_removexattr(FS(req), ino, name));
+	reply_err(req, -rp_fs_removexattr(FS(req), ino, name));
 }
 
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -463,10 +470,10 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		m |= RP_FALLOC_ZERO_RANGE;
 	if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) ||
 	    off < 0 || len <= 0) {
-		fuse_reply_err(req, (off < 0 || len <= 0) ? EINVAL : EOPNOTSUPP);
+		reply_err(req, (off < 0 || len <= 0) ? EINVAL : EOPNOTSUPP);
 		return;
 	}
-	fuse_reply_err(req, -rp_fs_fallocate(FS(req), ino, m, (uint64_t)off, (uint64_t)len));
+	reply_err(req, -rp_fs_fallocate(FS(req), ino, m, (uint64_t)off, (uint64_t)len));
 }
 
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -475,12 +482,12 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	(void)fi;
 	uint64_t out;
 	if (off < 0) {
-		fuse_reply_err(req, ENXIO);
+		reply_err(req, ENXIO);
 		return;
 	}
 	int rc = rp_fs_lseek(FS(req), ino, (uint64_t)off, whence, &out);
 	if (rc < 0)
-		fuse_reply_err(req, -rc);
+		reply_err(req, -rc);
 	else
 		fuse_reply_lseek(req, (off_t)out);
 }

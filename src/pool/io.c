@@ -92,8 +92,10 @@ void rp_buf_free(struct rp_buf *b)
 
 int rp_poolset_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n)
 {
-	return rp_poolset_replicated(ps) ? replica_rw(ps, opc, ios, n)
-					 : poolset_rw_single(ps, opc, ios, n);
+	int rc = rp_poolset_replicated(ps) ? replica_rw(ps, opc, ios, n)
+					   : poolset_rw_single(ps, opc, ios, n);
+	/* refused (lease guard, fenced): to the caller, an I/O error */
+	return rc == -ENOLCK ? -EIO : rc;
 }
 
 int poolset_write_guard(struct rp_poolset *ps)
@@ -124,9 +126,9 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		uint32_t pool = ios[i].pool;
-		bool was_up = rp_pool_connected(ps, pool);
-		int up = rp_pool_ensure(ps, pool);
-		reconnected |= !was_up;
+		bool waited;
+		int up = pool_ensure(ps, pool, &waited);
+		reconnected |= waited;
 		while (j < n && ios[j].pool == pool) {
 			struct rp_io *io = &ios[j];
 			io->status = up;
@@ -143,7 +145,7 @@ static int rw_once(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios,
 	}
 	if (opc == RP_OP_WRITE && reconnected && poolset_write_guard(ps) < 0)
 		for (size_t i = 0; i < n; i++)
-			ios[i].status = -EIO;
+			ios[i].status = -ENOLCK;
 	/* Post per pool in runs so each connection gets its ops in one call:
 	 * the valid ones of each run, one connection call per run. */
 	for (size_t k = 0; k < n;) {

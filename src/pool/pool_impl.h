@@ -25,9 +25,15 @@ static inline bool pool_connection_lost(int err)
 	       err == -ESHUTDOWN || err == -ECONNABORTED;
 }
 
+/* rp_pool_ensure, saying whether it had to wait for a reconnect (its own
+ * or another thread's): seconds in which the volume may have been taken
+ * over, so a write asks the lease guard again. */
+int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited);
 int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
 /* The fs layer's lease guard (0 when none is set): asked again before a
- * write that had to wait for a reconnect. */
+ * write that had to wait for a reconnect. A write it refuses fails with
+ * -ENOLCK, which no transport returns: nothing was posted, so no copy
+ * missed it (a flushed rdma work request is -ECANCELED, and is a miss). */
 int poolset_write_guard(struct rp_poolset *ps);
 
 /* replica.c */

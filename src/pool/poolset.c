@@ -179,6 +179,13 @@ void rp_poolset_close(struct rp_poolset *ps)
 
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 {
+	bool waited;
+	return pool_ensure(ps, pool, &waited);
+}
+
+int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited)
+{
+	*waited = false;
 	if (pool >= ps->n)
 		return -ENODEV; /* a peer id the cluster file does not list */
 	struct rp_pool *p = &ps->pools[pool];
@@ -188,6 +195,7 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 		return p->error;
 	if (rp_conn_is_up(p->conn) && !atomic_load(&p->validating))
 		return 0;
+	*waited = true; /* for a reconnect, ours or another thread's */
 	int rc = 0;
 	rp_mutex_lock(&p->mu, RP_LK_POOL); /* a reconnect under way ends first */
 	if (p->error || rp_conn_is_up(p->conn))
@@ -213,6 +221,17 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 	 * current copy */
 	atomic_store(&p->validating, true);
 	rc = rp_conn_reconnect(p->conn, err, sizeof(err));
+	if (rc == -ESTALE && atomic_load(&ps->fence_session)) {
+		/* a holder with a newer epoch has connected there: we are fenced
+		 * (nothing was sent, so no copy missed anything) */
+		if (!atomic_exchange(&ps->fenced, true))
+			rp_err("peer %u (%s:%u): refuses this writer (epoch %llu): a newer holder of "
+			       "the volume's lease has connected to it; fenced", p->peer.id,
+			       p->peer.host, p->peer.port,
+			       (unsigned long long)atomic_load(&ps->fence_epoch));
+		rc = -ENOLCK;
+		goto out;
+	}
 	if (rc < 0) {
 		rp_warn("reconnect: %s", err);
 		goto out;
@@ -246,6 +265,45 @@ out:
 	return rc;
 }
 
+int rp_poolset_fence(struct rp_poolset *ps, uint64_t session, uint64_t epoch)
+{
+	int rc = 0;
+	atomic_store(&ps->fenced, false); /* a new lease: refused afresh or not */
+	atomic_store(&ps->fence_epoch, epoch);
+	atomic_store(&ps->fence_session, session);
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		struct rp_pool *p = &ps->pools[id];
+		if (!p->conn)
+			continue; /* rp_pool_adopt connects it with the fence */
+		rp_mutex_lock(&p->mu, RP_LK_POOL);
+		rp_conn_set_fence(p->conn, session, epoch);
+		/* every connection up, also of a pool in error (which an online
+		 * rebuild may adopt as it is): none may stay untagged */
+		bool up = rp_conn_is_up(p->conn);
+		if (up)
+			rp_conn_drop(p->conn);
+		p->revive_ok = false;
+		p->last_revive_ms = 0; /* reconnect now, not after a backoff */
+		bool failed = p->error != 0;
+		rp_mutex_unlock(&p->mu);
+		if (!up || failed)
+			continue; /* fenced when it is reconnected */
+		int prc = rp_pool_ensure(ps, id);
+		if (prc == -ENOLCK)
+			rc = prc;
+		else if (prc < 0)
+			rp_warn("peer %u: not reconnected with writer epoch %llu yet (%s); it will be "
+				"before it is used", id, (unsigned long long)epoch, strerror(-prc));
+	}
+	return rc;
+}
+
+bool rp_poolset_fenced(const struct rp_poolset *ps)
+{
+	return atomic_load(&ps->fenced);
+}
+
 /* The geometry this client uses for a pool's offsets, against a new sb. */
 static bool same_geometry(const struct rp_pool_sb *a, const struct rp_pool_sb *b)
 {
@@ -263,6 +321,8 @@ static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, si
 		.secret = ps->secret, .secret_len = ps->secret_len,
 		.connect_timeout_ms = ps->connect_timeout_ms, .op_timeout_ms = ps->op_timeout_ms,
 		.latency = &p->stats.latency,
+		.fence_session = atomic_load(&ps->fence_session),
+		.fence_epoch = atomic_load(&ps->fence_epoch),
 	};
 	return rp_conn_open(&cp, &p->conn, err, errlen);
 }

@@ -307,7 +307,8 @@ static int report_lost(struct rp_poolset *ps, const struct rp_io *ex, size_t nex
 	int rc = 0;
 	for (size_t j = 0; j < nex; j++) {
 		uint32_t pool = ex[j].pool;
-		if (ex[j].status == 0 || ps->pools[pool].stale)
+		/* refused by the lease guard before it was posted: not missed */
+		if (ex[j].status == 0 || ex[j].status == -ENOLCK || ps->pools[pool].stale)
 			continue;
 		int lrc = ps->place.lost ? ps->place.lost(ps->place.lost_arg, pool, ex[j].status)
 					 : ex[j].status;
@@ -347,9 +348,11 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			 * period, so a pool that is really gone costs it once),
 			 * else missed: a connection dropped by a hiccup (a timed-out
 			 * read) does not make the copy stale */
-			bool was_up = rp_pool_connected(ps, m[k]);
-			ex[nex].status = was_up || rp_pool_ensure(ps, m[k]) == 0 ? 1 : -ENOTCONN;
-			reconnected |= !was_up;
+			bool waited;
+			int up = pool_ensure(ps, m[k], &waited);
+			/* refused (fenced): not a miss either */
+			ex[nex].status = up == 0 ? 1 : up == -ENOLCK ? up : -ENOTCONN;
+			reconnected |= waited;
 			owner[nex++] = i;
 		}
 	/* the caller's lease guard was asked before these reconnects, which

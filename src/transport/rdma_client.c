@@ -50,11 +50,7 @@ struct rdma_conn {
 	struct rp_inflight inflight;
 	uint64_t *atomic_slots; /* where CAS/FAA old values land: [GROUPS][RP_GROUP_MAX] */
 	struct ibv_mr *atomic_mr;
-	uint64_t session; /* random, for the life of this object (wire.h) */
 };
-
-/* Generations of connects, increasing across the process's sessions. */
-static _Atomic uint64_t connect_gen;
 
 static const struct rp_conn_vtbl rdma_vtbl;
 
@@ -393,11 +389,12 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 	struct rp_cm_event ev;
 
 	rp_random_bytes(cnonce, sizeof(cnonce));
-	uint64_t gen = atomic_fetch_add(&connect_gen, 1) + 1;
+	uint64_t session, gen;
+	rp_conn_next_connect(c, &session, &gen);
 	uint8_t bind[RP_RDMA_BIND_LEN];
 	request_head(req, RP_RDMA_HELLO, c->peer.id);
 	memcpy(req + 16, cnonce, RP_NONCE_LEN);
-	rp_put_le64(req + RP_RDMA_HELLO_SESSION_OFF, rc_->session);
+	rp_put_le64(req + RP_RDMA_HELLO_SESSION_OFF, session);
 	rp_put_le64(req + RP_RDMA_HELLO_GEN_OFF, gen);
 	int rc = connect_once(rc_, req, &ev, err, errlen);
 	if (rc != CHALLENGED) {
@@ -414,7 +411,7 @@ static int dial(struct rdma_conn *rc_, char *err, size_t errlen)
 
 	request_head(req, RP_RDMA_AUTH, c->peer.id);
 	memcpy(req + 16, challenge, RP_NONCE_LEN);
-	rp_rdma_auth_bind(bind, c->peer.id, rc_->session, gen);
+	rp_rdma_auth_bind(bind, c->peer.id, session, gen);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, challenge, cnonce,
 		    c->cluster_name, bind, sizeof(bind), mac);
 	memcpy(req + 32, mac, RP_RDMA_REQ_MAC_LEN);
@@ -533,7 +530,8 @@ static void rdma_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 static void rdma_abort(struct rp_conn *c, int err)
 {
 	struct rdma_conn *rc_ = (struct rdma_conn *)c;
-	if (!atomic_load(&rc_->dead))
+	/* -ECONNABORTED: dropped by its owner on purpose (rp_conn_drop) */
+	if (!atomic_load(&rc_->dead) && err != -ECONNABORTED)
 		rp_warn("peer %u (%s:%u): %s; resetting the queue pair", c->peer.id, c->peer.host,
 			c->peer.port, err == -ETIMEDOUT ? "operation timed out" : strerror(-err));
 	to_error(rc_, err);
@@ -598,8 +596,6 @@ int rp_rdma_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char
 		return -ENOMEM;
 	rp_conn_base_init(&rc_->base, &rdma_vtbl, p);
 	rc_->base.kind = RP_TRANSPORT_RDMA;
-	while (rc_->session == 0)
-		rp_random_bytes(&rc_->session, sizeof(rc_->session));
 	pthread_mutex_init(&rc_->mu, NULL);
 	rc_->atomic_slots = aligned_alloc(64, GROUPS * RP_GROUP_MAX * 8);
 	rc = rc_->atomic_slots ? rp_inflight_init(&rc_->inflight, GROUPS) : -ENOMEM;

@@ -5,6 +5,7 @@
  * read, write and atomics; after that the server's CPU is not on the data path:
  * this thread only handles connection events. */
 #include "config.h"
+#include "fence_memo.h"
 #include "listener.h"
 #include "rdma_common.h"
 #include "rdma_wire.h"
@@ -46,6 +47,7 @@ struct rdma_listener {
 	} mrs[MAX_DEVICES];
 	struct rp_rdma_challenges challenges;
 	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
+	struct rp_fence_memo fences; /* holders' fences, past their connections (same) */
 };
 
 static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx)
@@ -135,7 +137,8 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 	uint64_t session = 0, gen = 0;
 	struct rp_rdma_req req;
 	int32_t status = verify_request(l, ev, &req, cnonce, &session, &gen);
-	if (status == 0 && superseded(l, session, gen))
+	if (status == 0 && (superseded(l, session, gen) ||
+			    rp_fence_memo_admit(&l->fences, session, gen) < 0))
 		status = -ESTALE;
 	if (status == RP_RDMA_CHALLENGE) {
 		rp_rdma_challenge_issue(&l->challenges, &req, rp_now_ms(), challenge);
@@ -148,7 +151,8 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 			: status == -ETIME ? "its answer is to no challenge of ours (expired, used, "
 					     "from before a restart: a replayed request?)"
 			: status == -ENXIO ? "it wants another peer id"
-			: status == -ESTALE ? "a newer connect of the same client was accepted already"
+			: status == -ESTALE ? "a newer connect of the same client, or of a newer "
+					      "lease holder of its volume, was accepted already (fenced)"
 					    : "not an rdmapool v3 connect request");
 		reject(id, status, NULL);
 		return;

@@ -43,11 +43,7 @@ struct tcp_conn {
 	bool rx_running;
 	pthread_t rx;
 	struct rp_inflight inflight;
-	uint64_t session; /* random, for the life of this object (wire.h) */
 };
-
-/* Generations of connects, increasing across the process's sessions. */
-static _Atomic uint64_t connect_gen;
 
 static const struct rp_conn_vtbl tcp_vtbl;
 
@@ -114,8 +110,11 @@ static int check_welcome(struct rp_conn *c, const uint8_t *hello, const uint8_t 
 		return -EACCES;
 	}
 	if (status != 0) {
-		/* a refusal without the server's proof is only reported as such */
+		/* a refusal without the server's proof is only reported as such,
+		 * and is never "fenced" (which stops a writer for good) */
 		int rc = status < 0 ? status : -EPROTO;
+		if (rc == -ESTALE && !proved)
+			rc = -ECONNREFUSED;
 		snprintf(err, errlen, "peer %u (%s:%u): refused%s: %s", c->peer.id, c->peer.host,
 			 c->peer.port, proved || rc == -EACCES ? "" : " (unproved)",
 			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
@@ -190,8 +189,10 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 	rp_put_le16(auth + 4, RP_WIRE_VERSION);
 	memcpy(auth + 8, cnonce, RP_NONCE_LEN);
 	rp_put_le32(auth + 24, c->peer.id);
-	rp_put_le64(auth + RP_AUTH_SESSION_OFF, tc->session);
-	rp_put_le64(auth + RP_AUTH_GEN_OFF, atomic_fetch_add(&connect_gen, 1) + 1);
+	uint64_t session, gen;
+	rp_conn_next_connect(c, &session, &gen);
+	rp_put_le64(auth + RP_AUTH_SESSION_OFF, session);
+	rp_put_le64(auth + RP_AUTH_GEN_OFF, gen);
 	rp_auth_mac(c->secret, c->secret_len, RP_AUTH_LABEL_CLIENT, hello + 8, cnonce,
 		    c->cluster_name, auth + RP_AUTH_BIND_OFF, RP_AUTH_BIND_LEN, auth + RP_AUTH_MAC_OFF);
 	rc = rp_write_full(fd, auth, sizeof(auth));
@@ -371,7 +372,8 @@ static void tcp_post(struct rp_conn *c, struct rp_op *ops, size_t n)
 static void tcp_abort(struct rp_conn *c, int err)
 {
 	struct tcp_conn *tc = (struct tcp_conn *)c;
-	if (!atomic_load(&tc->dead))
+	/* -ECONNABORTED: dropped by its owner on purpose (rp_conn_drop) */
+	if (!atomic_load(&tc->dead) && err != -ECONNABORTED)
 		rp_warn("peer %u (%s:%u): %s; dropping the connection", c->peer.id, c->peer.host,
 			c->peer.port, err == -ETIMEDOUT ? "operation timed out" : strerror(-err));
 	mark_dead(tc, err);
@@ -431,8 +433,6 @@ int rp_tcp_conn_open(const struct rp_conn_params *p, struct rp_conn **out, char 
 	rp_conn_base_init(&tc->base, &tcp_vtbl, p);
 	tc->base.kind = RP_TRANSPORT_TCP;
 	tc->fd = -1;
-	while (tc->session == 0)
-		rp_random_bytes(&tc->session, sizeof(tc->session));
 	pthread_mutex_init(&tc->mu, NULL);
 	pthread_mutex_init(&tc->fd_mu, NULL);
 	rc = rp_inflight_init(&tc->inflight, TCP_INFLIGHT_GROUPS);

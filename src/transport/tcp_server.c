@@ -3,6 +3,7 @@
  * never touch memory outside the region. Compare-and-swap and fetch-and-add
  * use the CPU's atomic instructions, so they are atomic across all clients. */
 #include "config.h"
+#include "fence_memo.h"
 #include "listener.h"
 #include "transport_impl.h"
 
@@ -42,6 +43,7 @@ struct tcp_listener {
 	int clients[MAX_CLIENTS]; /* fds, -1 when free */
 	struct client *cls[MAX_CLIENTS]; /* the same slots' clients, once authenticated */
 	struct session *sessions[MAX_CLIENTS];
+	struct rp_fence_memo fences; /* holders' fences, past their connections (mu) */
 	int nclients;
 };
 
@@ -72,6 +74,10 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 	struct session *s = NULL;
 	int free_slot = -1;
 	rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
+	if (rp_fence_memo_admit(&l->fences, id, gen) < 0) {
+		rp_mutex_unlock(&l->mu);
+		return -ESTALE;
+	}
 	for (int i = 0; i < MAX_CLIENTS && !s; i++) {
 		if (l->sessions[i] && l->sessions[i]->id == id)
 			s = l->sessions[i];
@@ -191,8 +197,9 @@ static int handshake(struct client *cl)
 				"cannot join", cl->who);
 			status = -EXDEV;
 		} else if ((status = session_join(l, cl, session, gen)) == -ESTALE) {
-			rp_warn("client %s: refused: a newer connect of the same client was "
-				"accepted already", cl->who);
+			rp_warn("client %s: refused: a newer connect of the same client, or of a "
+				"newer lease holder of its volume, was accepted already (fenced)",
+				cl->who);
 		}
 	}
 	rp_put_le32(welcome, RP_WELCOME_MAGIC);

@@ -408,6 +408,33 @@ void rp_conn_base_init(struct rp_conn *c, const struct rp_conn_vtbl *vt,
 	pthread_mutex_init(&c->bounce_mu, NULL);
 	c->bounce = NULL;
 	c->bounce_mr = NULL;
+	uint64_t session = p->fence_session;
+	while (session == 0)
+		rp_random_bytes(&session, sizeof(session));
+	atomic_store(&c->session, session);
+	atomic_store(&c->fence_epoch, p->fence_session ? p->fence_epoch : 0);
+}
+
+/* Generations of connects, increasing across the process's connections. */
+static _Atomic uint64_t connect_gen;
+
+void rp_conn_next_connect(struct rp_conn *c, uint64_t *session, uint64_t *gen)
+{
+	/* lease_acquire refuses an epoch past 32 bits */
+	uint64_t epoch = RP_MIN(atomic_load(&c->fence_epoch), (uint64_t)UINT32_MAX);
+	*session = atomic_load(&c->session);
+	*gen = epoch << 32 | ((atomic_fetch_add(&connect_gen, 1) + 1) & UINT32_MAX);
+}
+
+void rp_conn_set_fence(struct rp_conn *c, uint64_t session, uint64_t epoch)
+{
+	atomic_store(&c->fence_epoch, epoch);
+	atomic_store(&c->session, session);
+}
+
+void rp_conn_drop(struct rp_conn *c)
+{
+	c->vt->abort(c, -ECONNABORTED);
 }
 
 int rp_conn_base_setup_bounce(struct rp_conn *c)

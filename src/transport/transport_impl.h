@@ -98,7 +98,14 @@ struct rp_conn {
 	pthread_mutex_t bounce_mu;
 	void *bounce;
 	struct rp_mr *bounce_mr;
+	/* who this client is to the server's fencing (wire.h): random, or a
+	 * lease holder's fence session with its epoch (rp_conn_set_fence) */
+	_Atomic uint64_t session, fence_epoch;
 };
+
+/* The session and generation of the next connect: generations grow with
+ * every connect of the process, under the epoch in the top 32 bits. */
+void rp_conn_next_connect(struct rp_conn *c, uint64_t *session, uint64_t *gen);
 
 void rp_conn_base_init(struct rp_conn *c, const struct rp_conn_vtbl *vt,
 		       const struct rp_conn_params *p);

@@ -59,7 +59,7 @@ if [ "$which" = all ] || [ "$which" = transport ]; then
 	done
 fi
 if [ "$which" = all ] || [ "$which" = fs ]; then
-	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030 035 037 041 044 049 050}
+	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030 035 037 041 044 049 050 074}
 fi
 echo "1..$n"
 [ $failed = 0 ]

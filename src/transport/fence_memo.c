@@ -1,0 +1,36 @@
+/* The pool server's memory of lease holders' fences (fence_memo.h). */
+#include "config.h"
+#include "fence_memo.h"
+
+#include <errno.h>
+
+static size_t find_or_make(struct rp_fence_memo *m, uint64_t session)
+{
+	size_t lowest = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->e[i].session == session)
+			return i;
+		if (m->e[i].gen < m->e[lowest].gen)
+			lowest = i;
+	}
+	/* full: a volume table has far fewer slots; forget the oldest */
+	size_t i = m->n < RP_FENCE_MEMO_MAX ? m->n++ : lowest;
+	m->e[i].session = session;
+	m->e[i].gen = 0;
+	return i;
+}
+
+int rp_fence_memo_admit(struct rp_fence_memo *m, uint64_t session, uint64_t gen)
+{
+	if (session == 0)
+		return 0; /* test tools: not fenced */
+	for (size_t i = 0; i < m->n; i++)
+		if (m->e[i].session == session && m->e[i].gen > gen)
+			return -ESTALE;
+	if (rp_fence_is_holder(gen)) {
+		size_t i = find_or_make(m, session);
+		if (gen > m->e[i].gen)
+			m->e[i].gen = gen;
+	}
+	return 0;
+}
