@@ -231,6 +231,9 @@ struct rp_lease {
 	uint64_t last_renew_ms;  /* when the last renewal that landed was sent (rp_boot_ms) */
 	bool took_over;          /* from a holder that stopped without unmounting */
 	uint64_t dead;           /* in: a word of a holder known dead: its id is taken over at once */
+	/* for its thread's messages: fs->vol changes under the fs lock at
+	 * each checkpoint, which the lease thread never takes */
+	char vol_name[RP_VOLUME_NAME_MAX + 1];
 };
 /* Take the volume's lease; a live holder gives -EBUSY with its name in err,
  * a holder silent for the expiry time is taken over, one whose word is

@@ -55,13 +55,13 @@ static void lost(struct rp_fs *fs, const char *why)
 	static atomic_bool told;
 	if (IGNORING_LEASE()) {
 		if (!atomic_exchange(&told, true))
-			rp_err("volume \"%s\": %s (ignored: RP_TEST_IGNORE_LEASE=1)", fs->vol.name,
+			rp_err("volume \"%s\": %s (ignored: RP_TEST_IGNORE_LEASE=1)", fs->lease.vol_name,
 			       why);
 		return;
 	}
 	if (!atomic_exchange(&fs->lease_lost, true))
 		rp_err("volume \"%s\": %s (writer epoch %llu); refusing all further changes",
-		       fs->vol.name, why, (unsigned long long)fs->lease.epoch);
+		       fs->lease.vol_name, why, (unsigned long long)fs->lease.epoch);
 	atomic_store(&fs->lease_fresh_until, 0);
 	pthread_cond_broadcast(&fs->lease_cv);
 }
@@ -96,7 +96,7 @@ static void *lease_main(void *arg)
 		if (rc == 0) {
 			set_fresh(fs);
 			if (warned)
-				rp_info("volume \"%s\": the lease is renewed again", fs->vol.name);
+				rp_info("volume \"%s\": the lease is renewed again", fs->lease.vol_name);
 			warned = false;
 		} else if (rc == -ESTALE) {
 			lost(fs, "the lease was taken over by another mounter");
@@ -105,7 +105,7 @@ static void *lease_main(void *arg)
 		} else if (!warned) {
 			/* writes wait in lease_guard; the word tells later whether
 			 * anyone took over meanwhile */
-			rp_warn("volume \"%s\": cannot renew the lease: %s", fs->vol.name,
+			rp_warn("volume \"%s\": cannot renew the lease: %s", fs->lease.vol_name,
 				strerror(-rc));
 			warned = true;
 		}
@@ -124,6 +124,7 @@ static int retry_guard(void *arg)
 int lease_start(struct rp_fs *fs)
 {
 	read_test_hooks();
+	snprintf(fs->lease.vol_name, sizeof(fs->lease.vol_name), "%s", fs->vol.name);
 	set_fresh(fs);
 	fs->lease_stop = false;
 	/* set once, before any other thread does I/O; after lease_stop the
