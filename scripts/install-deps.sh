@@ -20,7 +20,7 @@ PACKAGES=(
 	libibverbs-dev librdmacm-dev rdma-core ibverbs-utils rdmacm-utils
 	iproute2 procps psmisc attr rsync
 )
-[ $test = 1 ] && PACKAGES+=(fio stress-ng xxd util-linux cpio kmod perftest systemd nftables
+[ $test = 1 ] && PACKAGES+=(fio stress-ng xxd gdb util-linux cpio kmod perftest systemd nftables
 	postgresql-15 postgresql-client-15
 	linux-image-amd64 qemu-system-x86 busybox-static clang libclang-rt-dev)
 

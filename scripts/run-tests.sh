@@ -54,6 +54,6 @@ if [ $status != 0 ]; then
 		echo "--- $log"
 		grep -A 45 '^not ok' "$log" | head -n 120
 	done
-	grep -B 2 -A 45 '\[failed\]' check-fstests.log | head -n 120
+	grep -B 2 -A 240 '\[failed\]' check-fstests.log | head -n 400
 fi
 exit $status
