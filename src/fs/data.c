@@ -284,9 +284,13 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 	}
 	if (rc == 0 && out->dst && held)
 		memcpy((uint8_t *)out->dst + done - held, rp_buf_data(b), held);
+	rp_rwlock_unlock(&in->io);
+	/* The sink answers the kernel, which may then close, unlink and forget
+	 * the file at once: from here on the inode may be purged and freed
+	 * (fs_maybe_purge), so it is looked up again by number below. */
+	in = NULL;
 	if (rc == 0 && out->sink)
 		out->sink(out->ctx, rp_buf_data(b), held);
-	rp_rwlock_unlock(&in->io);
 	bufpool_put(fs, b);
 	if (rc < 0) {
 		rp_warn("read of inode %llu at %llu: %s", (unsigned long long)ino,
@@ -298,8 +302,10 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 		 * or more than a day old */
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		struct timespec now = fs_now();
-		if (ts_le(in->atime, in->mtime) || ts_le(in->atime, in->ctime) ||
-		    now.tv_sec - in->atime.tv_sec > 86400) {
+		/* inode numbers are never reused: found, it is the file read */
+		if ((in = fs_inode(fs, ino)) &&
+		    (ts_le(in->atime, in->mtime) || ts_le(in->atime, in->ctime) ||
+		     now.tv_sec - in->atime.tv_sec > 86400)) {
 			struct rp_rec r;
 			fs_rec_attr(in, &r);
 			r.atime = now;
