@@ -302,7 +302,9 @@ static ssize_t read_file(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t le
 		 * or more than a day old */
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		struct timespec now = fs_now();
-		/* inode numbers are never reused: found, it is the file read */
+		/* a daemon never hands a number out twice: found, it is the file
+		 * read; gone, no record (an ATTR of a purged number would bring a
+		 * ghost inode back) */
 		if ((in = fs_inode(fs, ino)) &&
 		    (ts_le(in->atime, in->mtime) || ts_le(in->atime, in->ctime) ||
 		     now.tv_sec - in->atime.tv_sec > 86400)) {

@@ -20,15 +20,29 @@ static int worker(const char *dir, int id, time_t end)
 	for (unsigned n = 0; time(NULL) < end && bad < 10; n++) {
 		int len = snprintf(want, sizeof(want), "process %d round %u\n", id, n);
 		int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
-		if (fd < 0 || write(fd, want, (size_t)len) != len || close(fd) < 0) {
-			fprintf(stderr, "%s: writing: %s\n", path, strerror(errno));
+		if (fd < 0) {
+			fprintf(stderr, "%s: create: %s\n", path, strerror(errno));
+			bad++;
+			continue;
+		}
+		ssize_t w = write(fd, want, (size_t)len);
+		int werr = w < 0 ? errno : 0;
+		if (close(fd) < 0 && !werr)
+			werr = errno;
+		if (w != len || werr) {
+			fprintf(stderr, "%s: wrote %zd of %d bytes: %s\n", path, w, len,
+				werr ? strerror(werr) : "short write");
 			bad++;
 			continue;
 		}
 		fd = open(path, O_RDONLY);
-		ssize_t r = fd < 0 ? -1 : read(fd, got, sizeof(got));
-		if (fd >= 0)
-			close(fd);
+		if (fd < 0) {
+			fprintf(stderr, "%s: open: %s\n", path, strerror(errno));
+			bad++;
+			continue;
+		}
+		ssize_t r = read(fd, got, sizeof(got));
+		close(fd);
 		if (r != len || memcmp(got, want, (size_t)len) != 0) {
 			fprintf(stderr, "%s: read %zd bytes, not the %d written\n", path, r, len);
 			bad++;
