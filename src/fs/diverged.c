@@ -103,7 +103,7 @@ static int resync_range(struct rp_fs *fs, const struct rp_diverged *d, void *buf
 		rp_mutex_unlock(&fs->mu);
 		return 0; /* its blocks went back, and a new owner writes them whole */
 	}
-	in->nopen++; /* not freed meanwhile */
+	in->pins++; /* not freed meanwhile */
 	rp_mutex_unlock(&fs->mu);
 	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	struct rp_extvec ext = { 0 };
@@ -116,7 +116,7 @@ static int resync_range(struct rp_fs *fs, const struct rp_diverged *d, void *buf
 	rp_rwlock_unlock(&in->io);
 	extvec_free(&ext);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	in->nopen--;
+	in->pins--;
 	fs_maybe_purge(fs, in);
 	rp_mutex_unlock(&fs->mu);
 	return rc;

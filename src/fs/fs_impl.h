@@ -90,7 +90,10 @@ struct rp_inode {
 	bool tail_stale;         /* the last block may hold stale bytes past the end
 				  * (data_zero_tail) */
 	uint64_t nlookup;        /* kernel references */
-	uint32_t nopen;
+	uint32_t nopen;          /* the kernel's opens */
+	uint32_t pins;           /* the daemon's own holds (resync, rebuild): apart
+				  * from nopen, which a RELEASE of a file opened
+				  * before a --restart would otherwise take */
 	pthread_rwlock_t io;     /* data I/O against truncation */
 	struct rp_inode *hnext;
 };

@@ -143,9 +143,9 @@ static void txn_dirent(struct txn *t, uint8_t type, uint64_t parent, const char 
 
 void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in)
 {
-	if (!in->nlink && in->map.n && (in->nopen || in->nlookup) && !fs->ro)
+	if (!in->nlink && in->map.n && (in->nopen || in->nlookup || in->pins) && !fs->ro)
 		atomic_store(&fs->unlinked_held_ms, rp_now_ms());
-	if (in->nlink || in->nopen || in->nlookup || fs->ro || in->ino == RP_ROOT_INO)
+	if (in->nlink || in->nopen || in->nlookup || in->pins || fs->ro || in->ino == RP_ROOT_INO)
 		return;
 	struct rp_rec r = { .type = REC_INODE_DEL, .ino = in->ino };
 	if (fs_commit(fs, &r, 1) < 0)

@@ -515,7 +515,7 @@ static int online_claim(struct rebuild *r)
 	return rc;
 }
 
-/* One file: pinned (nopen) so it is not freed, copied under its I/O lock. */
+/* One file: pinned so it is not freed, copied under its I/O lock. */
 static int online_copy_inode(struct rebuild *r, uint64_t ino)
 {
 	struct rp_fs *fs = r->fs;
@@ -525,7 +525,7 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 		rp_mutex_unlock(&fs->mu);
 		return 0;
 	}
-	in->nopen++;
+	in->pins++;
 	rp_mutex_unlock(&fs->mu);
 	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
@@ -543,7 +543,7 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 	rp_rwlock_unlock(&in->io);
 	free(map.v);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	in->nopen--;
+	in->pins--;
 	fs_maybe_purge(fs, in);
 	rp_mutex_unlock(&fs->mu);
 	return rc;
