@@ -85,6 +85,11 @@ struct rp_poolset {
 	 * (home.c): -1 unknown */
 	_Atomic int64_t home_pool;
 	_Atomic uint64_t home_checked_ms;
+	/* the home epoch this process elected at or moved the copies to (0:
+	 * none yet), and whether it may elect without members that do not
+	 * answer (rdmapool rebuild --force) */
+	_Atomic uint64_t home_epoch;
+	bool home_force;
 	/* to connect to a pool later (rp_pool_adopt) */
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len;

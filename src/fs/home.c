@@ -1,15 +1,25 @@
 /* The home area (volume table, placement records, leases, reader slots) is
  * kept on every pool, so that no peer is special: it is found on any pool
- * that survives. Each copy carries a home epoch word. The copies with the
- * highest epoch among the reachable pools are in sync; the lowest peer id
- * among them is the authority, where compare-and-swap and fetch-and-add
- * happen (their results are then written to the other copies) and reads
- * come from. A write that misses an in-sync copy moves the epoch of the
- * others up, so a pool that comes back with an old home area is never the
- * authority again until 'rdmapool rebuild' copies the area over.
+ * that survives. Each copy carries a home epoch word and, for that epoch,
+ * the set of copies in sync at it: its members. The copies with the highest
+ * epoch among the reachable pools are in sync; the lowest peer id among
+ * them is the authority, where compare-and-swap and fetch-and-add happen
+ * (their results are then written to the other copies) and reads come
+ * from. A write that misses an in-sync copy moves the epoch of the others
+ * up, with the missed copy no longer a member, so a pool that comes back
+ * with an old home area is never the authority again until 'rdmapool
+ * rebuild' copies the area over (which moves the epoch again, with it a
+ * member).
  *
- * Without a quorum this does not survive a partition that leaves two sides
- * each with clients: both would find an authority (rdmapool(7)). */
+ * An epoch moves up only by compare-and-swap on its members, after the new
+ * epoch's members are recorded on them, and with three peers or more only
+ * when a majority of the ring moves. So a process that finds every member
+ * of the top epoch answering, or (three peers or more) a majority of the
+ * ring, knows that no copy anywhere is newer; one that does not may be
+ * looking at copies others have left behind, and elects only an epoch it
+ * knows already (rdmapool(7): the home epoch). With two peers a copy that
+ * misses a write is still dropped, so that one pool keeps the volume
+ * writable: two clients cut off from each other's pool can then each go on. */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -22,38 +32,325 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HOME_EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
+/* An epoch's members: two slots, by the epoch's parity, so that recording
+ * the next epoch's leaves the current one's standing. Each: a tag word (the
+ * epoch it records, claimed by compare-and-swap so that of two processes
+ * moving a copy to the same epoch only one records it), a count (le32),
+ * then the peer ids (le16). */
+#define HOME_MEMBERS_OFF (HOME_EPOCH_OFF + 64)
+#define MEMBERS_SLOT 1024
+#define MEMBERS_LEN (16 + 2 * RP_MAX_PEERS)
 #define HOME_RECHECK_MS 1000
+#define QUORUM_POLL_MS 200
 
-/* The epochs of every listed pool (UINT64_MAX: unreachable); the authority. */
-static int home_scan(struct rp_poolset *ps, uint64_t *epochs, uint32_t *auth, uint64_t *top,
-		     bool all)
+/* a set of peer ids (ids reach 65535: no bitmap) */
+struct home_set {
+	uint32_t n;
+	uint16_t id[RP_MAX_PEERS];
+};
+
+struct home_view {
+	uint64_t *epochs; /* per listed peer (ids[k]); UINT64_MAX: no answer */
+	uint64_t top;
+	uint32_t auth;
+	size_t answered;
+	struct home_set members; /* of top, as the authority records them */
+	bool recorded;           /* false: it records none (an older table) */
+	struct home_set missing; /* members that did not answer */
+};
+
+static bool set_has(const struct home_set *s, uint32_t id)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->id[i] == id)
+			return true;
+	return false;
+}
+
+static void set_add(struct home_set *s, uint32_t id)
+{
+	if (!set_has(s, id) && s->n < RP_MAX_PEERS)
+		s->id[s->n++] = (uint16_t)id;
+}
+
+static void set_del(struct home_set *s, uint32_t id)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->id[i] == id) {
+			s->id[i] = s->id[--s->n];
+			return;
+		}
+}
+
+static void set_print(const struct home_set *s, char *buf, size_t len)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (uint32_t i = 0; i < s->n && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%u", n ? ", " : "", s->id[i]);
+}
+
+/* Does a set of copies this large decide for the ring? With three peers or
+ * more, a majority of them; with one or two, all (a copy that misses a write
+ * is still dropped there: availability over a majority, rdmapool(7)). */
+static bool quorum(const struct rp_poolset *ps, size_t n)
+{
+	return ps->npeers < 3 ? n >= 1 : n > ps->npeers / 2;
+}
+
+static uint64_t slot_off(uint64_t e)
+{
+	return HOME_MEMBERS_OFF + e % 2 * MEMBERS_SLOT;
+}
+
+/* Record the members of epoch e on copy id, before it moves to e. The tag
+ * is claimed by compare-and-swap; one already at e (a mover that died
+ * before its move, or one racing this: the epoch's compare-and-swap decides
+ * which moves, and it records its set again after) is taken over; -EAGAIN
+ * for a tag past e (the copy was not where the caller thought). */
+static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const struct home_set *s)
+{
+	uint64_t tag, old;
+	int rc = rp_pool_faa(ps, id, slot_off(e), 0, &tag);
+	if (rc == 0 && tag > e)
+		return -EAGAIN;
+	if (rc == 0 && tag < e && (rc = rp_pool_cas(ps, id, slot_off(e), tag, e, &old)) == 0 &&
+	    old != tag)
+		return -EAGAIN;
+	uint8_t buf[MEMBERS_LEN - 8];
+	rp_put_le32(buf, s->n);
+	memset(buf + 4, 0, 4);
+	for (uint32_t i = 0; i < s->n; i++)
+		rp_put_le16(buf + 8 + 2 * i, s->id[i]);
+	return rc < 0 ? rc : rp_pool_write(ps, id, slot_off(e) + 8, buf, 8 + 2 * s->n);
+}
+
+/* The members of epoch e as copy id records them; every listed peer when
+ * it records none for e (a table from before members were kept: then only
+ * all of them answering shows that no copy is newer). */
+static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct home_set *s,
+			bool *recorded)
+{
+	uint8_t buf[MEMBERS_LEN];
+	uint64_t tag;
+	int rc = rp_pool_read(ps, id, slot_off(e), buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
+	memcpy(&tag, buf, 8); /* a word the atomics keep in host order */
+	uint32_t n = rp_get_le32(buf + 8);
+	/* (a new pool's zeros record nothing: epoch 0 is never recorded) */
+	*recorded = e != 0 && tag == e && n <= RP_MAX_PEERS;
+	s->n = 0;
+	if (*recorded) {
+		for (uint32_t i = 0; i < n; i++)
+			set_add(s, rp_get_le16(buf + 16 + 2 * i));
+		return 0;
+	}
+	for (size_t k = 0; k < ps->npeers; k++)
+		set_add(s, ps->ids[k]);
+	return 0;
+}
+
+/* The epochs of every listed pool, the authority and the top epoch's
+ * members. Copies this process knows to be out of sync are not read unless
+ * all (a resync): they stay so until resynced. */
+static int home_scan(struct rp_poolset *ps, struct home_view *v, bool all)
 {
 	bool any = false;
-	*top = 0;
+	v->top = 0;
+	v->answered = 0;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t e;
-		epochs[k] = UINT64_MAX;
-		/* a copy out of sync stays so until resynced; a pool that is
-		 * not connected is not waited for (its reconnect is the data
-		 * path's business) */
+		v->epochs[k] = UINT64_MAX;
+		/* a pool that is not connected is not waited for (its
+		 * reconnect is the data path's business, or home_elect's) */
 		if ((ps->pools[id].home_out && !all) || !rp_pool_connected(ps, id) ||
 		    rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
 			continue;
-		epochs[k] = e;
-		ps->pools[id].home_out = false; /* until compared with the top below */
-		if (!any || e > *top) {
-			*top = e;
-			*auth = id;
+		/* (an empty replacement answers for no copy: not counted) */
+		if (e)
+			v->answered++;
+		v->epochs[k] = e;
+		if (!any || e > v->top) {
+			v->top = e;
+			v->auth = id;
 		}
 		any = true;
 	}
+	if (!any)
+		return -ENOTCONN;
+	int rc = members_read(ps, v->auth, v->top, &v->members, &v->recorded);
+	if (rc < 0)
+		return rc;
+	v->missing.n = 0;
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		bool member = set_has(&v->members, id);
+		if (v->epochs[k] == UINT64_MAX) {
+			if (member)
+				set_add(&v->missing, id);
+			continue;
+		}
+		/* in sync: at the top epoch and one of its members */
+		ps->pools[id].home_out = v->epochs[k] != v->top || !member;
+	}
+	return 0;
+}
+
+/* Members this process took for out of sync were not read: those that
+ * answer count (which copies it writes to stays its own view). False when
+ * one is past the top: the scan was of copies left behind. */
+static bool home_probe(struct rp_poolset *ps, struct home_view *v)
+{
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		uint64_t e;
+		if (!set_has(&v->missing, id) || !ps->pools[id].home_out ||
+		    !rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+			continue;
+		if (e > v->top) {
+			ps->pools[id].home_out = false; /* read again */
+			return false;
+		}
+		set_del(&v->missing, id);
+		v->answered += e != 0;
+	}
+	return true;
+}
+
+static struct home_view *view_new(const struct rp_poolset *ps)
+{
+	struct home_view *v = calloc(1, sizeof(*v));
+	if (v && !(v->epochs = calloc(ps->npeers, sizeof(*v->epochs)))) {
+		free(v);
+		v = NULL;
+	}
+	return v;
+}
+
+static void view_free(struct home_view *v)
+{
+	if (v)
+		free(v->epochs);
+	free(v);
+}
+
+/* The epoch this process knows only goes up (threads elect at once). */
+static void known_raise(struct rp_poolset *ps, uint64_t e)
+{
+	uint64_t cur = atomic_load(&ps->home_epoch);
+	while (cur < e && !atomic_compare_exchange_weak(&ps->home_epoch, &cur, e))
+		;
+}
+
+/* Move the copies in keep that are at epoch e to e + 1, with keep as its
+ * members: recorded on each first, then a compare-and-swap from e (a copy
+ * another process moved first stays where it went). Copies of keep at
+ * other epochs (a resync's joiners) get the record only. The copies moved
+ * go into moved. */
+static void home_move(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
+		      struct home_set *moved)
+{
+	uint64_t at, old;
+	moved->n = 0;
+	for (uint32_t i = 0; i < keep->n; i++) {
+		uint32_t id = keep->id[i];
+		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &at) < 0 ||
+		    members_write(ps, id, e + 1, keep) < 0 || at != e)
+			continue;
+		if (rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old) == 0 && old == e) {
+			set_add(moved, id);
+			members_write(ps, id, e + 1, keep); /* ours, whoever raced */
+		}
+	}
+}
+
+/* Undo a move that too few copies made (they go back to e, whose record
+ * their other slot still holds). */
+static void home_unmove(struct rp_poolset *ps, uint64_t e, const struct home_set *moved)
+{
+	uint64_t old;
+	for (uint32_t i = 0; i < moved->n; i++)
+		rp_pool_cas(ps, moved->id[i], HOME_EPOCH_OFF, e + 1, e, &old);
+}
+
+/* --force: go on without the members that do not answer, saying what that
+ * may lose. */
+static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
+{
+	struct home_set keep = { 0 }, moved;
+	char gone[512];
 	for (size_t k = 0; k < ps->npeers; k++)
-		if (epochs[k] != UINT64_MAX && epochs[k] != *top)
-			ps->pools[ps->ids[k]].home_out = true;
-	return any ? 0 : -ENOTCONN;
+		if (v->epochs[k] == v->top && set_has(&v->members, ps->ids[k]))
+			set_add(&keep, ps->ids[k]);
+	set_print(&v->missing, gone, sizeof(gone));
+	rp_warn("volume table: --force: going on without peer(s) %s, which do not answer; any "
+		"update of the volume table that only they hold is lost%s", gone,
+		quorum(ps, keep.n) ? "" : ", and if they come back while these copies do not, "
+		"they are taken as the newer ones");
+	home_move(ps, v->top, &keep, &moved);
+	if (!moved.n)
+		return -EAGAIN;
+	known_raise(ps, v->top + 1);
+	return 0;
+}
+
+static void home_refuse(struct rp_poolset *ps, const struct home_view *v)
+{
+	char gone[512];
+	set_print(&v->missing, gone, sizeof(gone));
+	rp_err("volume table: peer(s) %s, in sync at home epoch %llu, do not answer, and the "
+	       "copies that do are no majority of the %zu peers: they may be older than those "
+	       "and are not used. Bring those peers back, or run 'rdmapool rebuild --force' to go "
+	       "on without them", gone, (unsigned long long)v->top, ps->npeers);
+}
+
+/* Elect the authority. An epoch this process knows (it elected at it or
+ * moved the copies to it) needs only its copies that answer; a new one
+ * needs every member to answer, or (three peers or more) a majority of the
+ * ring, else the answering copies may be older than the others: wait for
+ * them (or for a holder to drop them), then refuse. */
+static int home_elect(struct rp_poolset *ps, uint32_t *auth)
+{
+	struct home_view *v = view_new(ps);
+	uint64_t deadline = rp_now_ms() + 2ull * ps->op_timeout_ms + 2000;
+	int rc = v ? 0 : -ENOMEM;
+	while (rc == 0) {
+		uint64_t known = atomic_load(&ps->home_epoch);
+		/* (top 0: no answering copy holds a volume table yet) */
+		if ((rc = home_scan(ps, v, false)) < 0 || (known && v->top == known) || v->top == 0)
+			break;
+		if (!home_probe(ps, v))
+			continue;
+		/* (a table from before members were kept may have moved on
+		 * fewer than a majority: all of it) */
+		if (v->missing.n == 0 ||
+		    (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered)))
+			break;
+		if (rp_now_ms() >= deadline && ps->home_force) {
+			rc = home_force_drop(ps, v);
+			continue;
+		}
+		if (rp_now_ms() >= deadline) {
+			home_refuse(ps, v);
+			rc = -EHOSTUNREACH;
+			break;
+		}
+		for (uint32_t i = 0; i < v->missing.n; i++)
+			rp_pool_ensure(ps, v->missing.id[i]); /* reconnect, if it is back */
+		struct timespec ts = { 0, QUORUM_POLL_MS * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (rc == 0) {
+		*auth = v->auth;
+		known_raise(ps, v->top);
+	}
+	view_free(v);
+	return rc;
 }
 
 /* The authority, from the cache while it is recent. */
@@ -65,11 +362,7 @@ static int home_pool(struct rp_poolset *ps, uint32_t *pool)
 		*pool = (uint32_t)cached;
 		return 0;
 	}
-	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
-	if (!ep)
-		return -ENOMEM;
-	int rc = home_scan(ps, ep, pool, &top, false);
-	free(ep);
+	int rc = home_elect(ps, pool);
 	if (rc < 0)
 		return rc;
 	if (cached >= 0 && (uint32_t)cached != *pool)
@@ -85,36 +378,73 @@ static void home_forget(struct rp_poolset *ps)
 	atomic_store(&ps->home_pool, -1);
 }
 
-/* After a write that missed in-sync copies: those are out of sync from now
- * on (the epoch of the others moves up by one). */
-static void home_drop(struct rp_poolset *ps, const bool *missed, uint64_t e)
+/* After a write that missed in-sync copies: the copies that took it move
+ * to the next epoch without the others. -ESTALE when none moved (another
+ * process moved the epoch first: elect again, write again), -ENOLINK when
+ * too few took it or moved (three peers or more: no majority; a move that
+ * did not make one is undone). */
+static int home_drop(struct rp_poolset *ps, const bool *missed, const struct home_set *took,
+		     uint64_t e)
 {
-	uint64_t old;
-	for (size_t k = 0; k < ps->npeers; k++) {
-		uint32_t id = ps->ids[k];
-		if (!missed[k] && !ps->pools[id].home_out && rp_pool_connected(ps, id))
-			rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old);
+	struct home_set moved;
+	home_forget(ps);
+	if (!quorum(ps, took->n)) {
+		rp_err("volume table: an update reached %u of %zu peers, no majority: failed",
+		       took->n, ps->npeers);
+		return -ENOLINK;
 	}
+	home_move(ps, e, took, &moved);
+	if (!moved.n)
+		return -ESTALE;
+	if (!quorum(ps, moved.n)) {
+		rp_err("volume table: only %u of %zu peers moved to home epoch %llu, no majority: "
+		       "failed", moved.n, ps->npeers, (unsigned long long)e + 1);
+		home_unmove(ps, e, &moved);
+		return -ENOLINK;
+	}
+	known_raise(ps, e + 1);
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (missed[k]) {
 			ps->pools[ps->ids[k]].home_out = true;
 			rp_warn("volume table: peer %u missed an update; it is out of sync until "
 				"'rdmapool rebuild'", ps->ids[k]);
 		}
-	home_forget(ps);
+	return 0;
+}
+
+/* A copy past the authority's epoch: another process moved on. -ESTALE when
+ * the authority was left behind (elect again, redo it there), else the
+ * epoch to go on with (both moved meanwhile). */
+static int home_ahead(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint64_t pe, uint64_t *e)
+{
+	uint64_t now;
+	int rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &now);
+	if (rc < 0)
+		return rc;
+	if (now >= pe) {
+		*e = now;
+		return 0;
+	}
+	rp_info("volume table: peer %u is at home epoch %llu, past peer %u's %llu: electing again",
+		id, (unsigned long long)pe, auth, (unsigned long long)now);
+	return -ESTALE;
 }
 
 /* Write to the authority and to every copy in sync with it (same epoch,
  * read now: another thread may just have moved it); the authority's write
- * decides the result. */
+ * decides the result. -ESTALE: the authority was left behind by another
+ * process (what landed went to copies out of sync): elect again, redo it. */
 static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
 			      size_t len, bool skip_auth)
 {
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
+	struct home_set *took = calloc(1, sizeof(*took)); /* the copies that hold it at e */
 	uint64_t e;
-	int rc = missed ? rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e) : -ENOMEM;
+	int rc = missed && took ? rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e) : -ENOMEM;
 	if (rc == 0 && !skip_auth)
 		rc = rp_pool_write(ps, auth, off, buf, len);
+	if (rc == 0)
+		set_add(took, auth);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
@@ -123,41 +453,46 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off
 		/* (rp_pool_faa reconnects a dropped connection first, at most
 		 * once per backoff period) */
 		int prc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe);
-		if (prc == 0 && pe != e)
+		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
+			break;
+		if (prc == 0 && pe < e)
 			continue; /* out of sync already */
 		if (prc == 0)
 			prc = rp_pool_write(ps, id, off, buf, len);
-		if (prc == -ENOLCK)
+		if (prc == 0)
+			set_add(took, id);
+		else if (prc == -ENOLCK)
 			rc = prc; /* fenced: a newer holder decides, drop nothing */
-		else if (prc < 0)
+		else
 			missed[k] = any = true; /* it may have been in sync: drop it */
 	}
 	if (any && rc == 0)
-		home_drop(ps, missed, e);
+		rc = home_drop(ps, missed, took, e);
+	else if (rc == 0 && !quorum(ps, took->n)) {
+		rp_err("volume table: an update reached %u of %zu peers, no majority: failed",
+		       took->n, ps->npeers);
+		rc = -ENOLINK;
+	}
 	free(missed);
+	free(took);
 	if (rc < 0)
 		home_forget(ps);
 	return rc;
 }
 
-/* One mirror (epoch read, writes, drop) at a time in this process: two
- * threads dropping copies at once would move the epochs apart. */
+/* One mirror (epoch read, writes, drop) and one election at a time in this
+ * process: two threads dropping copies at once would move the epochs apart. */
 static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int home_mirror(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
-		       size_t len, bool skip_auth)
-{
-	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
-	int rc = home_mirror_locked(ps, auth, off, buf, len, skip_auth);
-	rp_mutex_unlock(&mirror_mu);
-	return rc;
-}
 
 int vol_home_read(struct rp_poolset *ps, uint64_t off, void *buf, size_t len)
 {
 	for (int tries = 0; tries < 2; tries++) {
 		uint32_t auth;
+		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 		int rc = home_pool(ps, &auth);
+		rp_mutex_unlock(&mirror_mu);
+		if (rc == -EHOSTUNREACH)
+			return rc; /* waited for already */
 		if (rc == 0 && (rc = rp_pool_read(ps, auth, off, buf, len)) == 0)
 			return 0;
 		home_forget(ps);
@@ -169,35 +504,64 @@ int vol_home_read(struct rp_poolset *ps, uint64_t off, void *buf, size_t len)
 
 int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t len)
 {
-	uint32_t auth;
-	int rc = home_pool(ps, &auth);
-	return rc < 0 ? rc : home_mirror(ps, auth, off, buf, len, false);
+	int rc = -ESTALE;
+	for (int tries = 0; tries < 3 && rc == -ESTALE; tries++) {
+		uint32_t auth;
+		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
+		rc = home_pool(ps, &auth);
+		if (rc == 0)
+			rc = home_mirror_locked(ps, auth, off, buf, len, false);
+		rp_mutex_unlock(&mirror_mu);
+	}
+	return rc == -ESTALE ? -EIO : rc; /* (-ESTALE means more to callers) */
 }
 
 /* An atomic on the authority; a changed word is then written to the others
- * (under mirror_mu, so that the copies get the values in the same order). */
+ * (under mirror_mu, so that the copies get the values in the same order).
+ * When the mirror finds the authority left behind: on a new authority the
+ * atomic again (the old one's result counts for nothing), on the same one
+ * (both moved meanwhile) its word mirrored again. An atomic that changes
+ * nothing is not mirrored, and so not checked against other copies. */
 static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a,
 			      uint64_t b, uint64_t *old)
 {
-	for (int tries = 0; tries < 2; tries++) {
+	int64_t done_on = -1;
+	uint64_t now = 0;
+	bool changed = false;
+	int last = -EIO;
+	for (int tries = 0; tries < 3; tries++) {
 		uint32_t auth;
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
-			return rc;
-		rc = cas ? rp_pool_cas(ps, auth, off, a, b, old) : rp_pool_faa(ps, auth, off, a, old);
-		if (rc == -ENOLCK)
-			return rc; /* fenced: not to be tried on another copy */
-		if (rc < 0) {
-			home_forget(ps);
-			if (tries)
-				return rc;
-			continue;
+			return rc == -ESTALE ? -EIO : rc;
+		if (done_on == (int64_t)auth && changed) {
+			/* the same authority again (both moved meanwhile): its
+			 * word as it is now goes to the others, which may be
+			 * newer than ours */
+			if ((rc = rp_pool_faa(ps, auth, off, 0, &now)) < 0)
+				done_on = -1;
 		}
-		bool changed = cas ? *old == a && a != b : a != 0;
-		uint64_t now = cas ? b : *old + a;
-		return changed ? home_mirror_locked(ps, auth, off, &now, 8, true) : 0;
+		if (done_on != (int64_t)auth) {
+			rc = cas ? rp_pool_cas(ps, auth, off, a, b, old)
+				 : rp_pool_faa(ps, auth, off, a, old);
+			if (rc == -ENOLCK)
+				return rc; /* fenced: not to be tried on another copy */
+			if (rc < 0) {
+				home_forget(ps);
+				done_on = -1;
+				last = rc == -ESTALE ? -EIO : rc;
+				continue;
+			}
+			done_on = auth;
+			changed = cas ? *old == a && a != b : a != 0;
+			now = cas ? b : *old + a;
+		}
+		rc = changed ? home_mirror_locked(ps, auth, off, &now, 8, true) : 0;
+		if (rc != -ESTALE)
+			return rc;
+		last = -EIO; /* (-ESTALE means more to callers) */
 	}
-	return -EIO;
+	return last;
 }
 
 static int home_atomic(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a, uint64_t b,
@@ -219,31 +583,66 @@ int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 	return home_atomic(ps, false, off, add, 0, old);
 }
 
+/* The copies out of sync that answer get the authority's area (with their
+ * old epoch, so none is taken for current half-copied); then the next
+ * epoch has them as members too. */
 static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 {
-	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top;
+	struct home_view *v = view_new(ps);
+	struct home_set *keep = calloc(1, sizeof(*keep));
 	uint8_t *area = malloc(RP_HOME_SIZE);
 	uint32_t auth;
-	int rc = ep && area ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
+	bool copied = false;
+	int rc = v && keep && area ? home_elect(ps, &auth) : -ENOMEM;
 	if (rc == 0)
-		rc = rp_pool_read(ps, auth, RP_HOME_OFFSET, area, RP_HOME_SIZE);
+		rc = home_scan(ps, v, true);
+	if (rc == 0)
+		rc = rp_pool_read(ps, v->auth, RP_HOME_OFFSET, area, RP_HOME_SIZE);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
-		if (ep[k] == UINT64_MAX || ep[k] == top)
+		if (v->epochs[k] == UINT64_MAX)
 			continue;
-		/* the area (with its old epoch), then the epoch: the copy
-		 * joins only when complete */
-		memcpy(area + VOL_HOME_EPOCH_OFF, &ep[k], 8);
-		rc = rp_pool_write(ps, id, RP_HOME_OFFSET, area, RP_HOME_SIZE);
-		if (rc == 0)
-			rc = rp_pool_write(ps, id, HOME_EPOCH_OFF, &top, 8);
-		if (rc == 0)
-			ps->pools[id].home_out = false; /* mirrored to from now on */
-		if (rc == 0 && out)
-			fprintf(out, "peer %u: volume table copied from peer %u\n", id, auth);
+		if (v->epochs[k] == v->top && set_has(&v->members, id)) {
+			set_add(keep, id);
+			continue;
+		}
+		memcpy(area + VOL_HOME_EPOCH_OFF, &v->epochs[k], 8);
+		if (rp_pool_write(ps, id, RP_HOME_OFFSET, area, RP_HOME_SIZE) == 0) {
+			set_add(keep, id);
+			copied = true;
+		}
 	}
+	/* the members move first, then the copies join: until then they
+	 * show an older epoch and are not read */
+	struct home_set moved = { 0 };
+	if (rc == 0 && copied) {
+		home_move(ps, v->top, keep, &moved);
+		if (!moved.n)
+			rc = -EAGAIN; /* another process moved the epoch first */
+	}
+	for (size_t k = 0; rc == 0 && copied && k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		uint64_t next = v->top + 1;
+		if (!set_has(keep, id) || (v->epochs[k] == v->top && set_has(&v->members, id)))
+			continue;
+		if ((rc = rp_pool_write(ps, id, HOME_EPOCH_OFF, &next, 8)) < 0)
+			break;
+		ps->pools[id].home_out = false; /* mirrored to from now on */
+		set_add(&moved, id);
+		rp_info("volume table: peer %u copied from peer %u, in sync at home epoch %llu", id,
+			v->auth, (unsigned long long)next);
+		if (out)
+			fprintf(out, "peer %u: volume table copied from peer %u\n", id, v->auth);
+	}
+	if (rc == 0 && copied && !quorum(ps, moved.n))
+		rc = -ENOLINK; /* (what did join stays: more copies, not fewer) */
+	if (rc == 0 && copied)
+		known_raise(ps, v->top + 1);
+	if (rc < 0)
+		rp_warn("volume table: resync: %s", strerror(-rc));
 	home_forget(ps);
-	free(ep);
+	view_free(v);
+	free(keep);
 	free(area);
 	return rc;
 }
@@ -262,17 +661,39 @@ int home_resync(struct rp_poolset *ps, FILE *out)
 	return rc;
 }
 
+/* Epochs start at 1 once a volume exists, with every copy that answers a
+ * member: a pool replaced by an empty one (epoch 0) is then out of sync,
+ * never the authority. A table from before members were kept gets them
+ * recorded once elected (every peer answered). */
+static int home_init_locked(struct rp_poolset *ps)
+{
+	struct home_view *v = view_new(ps);
+	struct home_set *keep = calloc(1, sizeof(*keep));
+	uint32_t auth;
+	int rc = v && keep ? home_elect(ps, &auth) : -ENOMEM;
+	if (rc == 0)
+		rc = home_scan(ps, v, true);
+	for (size_t k = 0; rc == 0 && k < ps->npeers; k++)
+		if (v->epochs[k] == v->top)
+			set_add(keep, ps->ids[k]);
+	struct home_set moved;
+	if (rc == 0 && v->top == 0) {
+		home_move(ps, 0, keep, &moved);
+		if (moved.n)
+			known_raise(ps, 1);
+	} else if (rc == 0 && !v->recorded)
+		for (uint32_t i = 0; i < keep->n; i++)
+			members_write(ps, keep->id[i], v->top, keep);
+	home_forget(ps);
+	view_free(v);
+	free(keep);
+	return rc;
+}
+
 int home_init(struct rp_poolset *ps)
 {
-	uint64_t *ep = calloc(ps->npeers, sizeof(*ep)), top, old;
-	uint32_t auth;
-	int rc = ep ? home_scan(ps, ep, &auth, &top, true) : -ENOMEM;
-	/* epochs start at 1 once a volume exists: a pool replaced by an empty
-	 * one (epoch 0) is then out of sync, never the authority */
-	for (size_t k = 0; rc == 0 && top == 0 && k < ps->npeers; k++)
-		if (ep[k] == 0)
-			rp_pool_cas(ps, ps->ids[k], HOME_EPOCH_OFF, 0, 1, &old);
-	home_forget(ps);
-	free(ep);
+	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
+	int rc = home_init_locked(ps);
+	rp_mutex_unlock(&mirror_mu);
 	return rc;
 }

@@ -683,6 +683,13 @@ void rebuild_poll(struct rp_fs *fs)
 			left += online_pool(&r) < 0;
 	}
 	free(r.buf);
+	/* again, now that the pools rebuilt are connected: an empty
+	 * replacement is connected only by its rebuild, and until its home
+	 * copy joins, the copies in sync may be too few for a majority */
+	int hrc;
+	if (rc == 0 && pl.stale && !atomic_load(&fs->stop) && (hrc = home_resync(fs->ps, NULL)) < 0)
+		rp_warn("volume \"%s\": rebuild: bringing the volume table's copies in sync: %s "
+			"(the data copies are rebuilt)", fs->vol.name, strerror(-hrc));
 	uint64_t state = rc == 0 && left == 0 ? REBUILD_DONE : REBUILD_FAILED;
 	vol_rebuild_swap(fs->ps, fs->slot, w, (w & ~0xffull) | state);
 }

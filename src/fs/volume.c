@@ -361,7 +361,8 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 static int cas_outcome(struct rp_poolset *ps, const struct rp_lease *l, uint64_t next, int rc)
 {
 	uint64_t now_v;
-	if (read_word(ps, l->slot, &now_v) < 0)
+	/* (-ENOLINK: the word may have landed, but on too few copies) */
+	if (rc == -ENOLINK || read_word(ps, l->slot, &now_v) < 0)
 		return rc;
 	if (now_v == next)
 		return 0;

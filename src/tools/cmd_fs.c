@@ -125,27 +125,33 @@ int cmd_rebuild(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "cluster", required_argument, NULL, 'c' }, { "volume", required_argument, NULL, 'v' },
-		{ "rate", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' }, { 0 },
+		{ "rate", required_argument, NULL, 'r' }, { "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' }, { 0 },
 	};
 	struct tool_ctx t = { .cluster_file = RP_DEFAULT_CLUSTER_FILE };
 	const char *volume = RP_DEFAULT_VOLUME;
 	struct rp_poolset *ps;
 	uint32_t rate = 0;
+	bool force = false;
 	uint64_t v;
 	char err[1024] = "";
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, "c:v:r:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:v:r:fh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': t.cluster_file = optarg; break;
 		case 'v': volume = optarg; break;
+		case 'f': force = true; break;
 		case 'r':
 			if (tool_parse_u64("--rate", optarg, &v) || v > 1u << 20)
 				return 2;
 			rate = (uint32_t)v;
 			break;
 		case 'h':
-			printf("Usage: rdmapool rebuild [-c CLUSTER_FILE] [--volume NAME] [--rate MIB_S]\n"
+			printf("Usage: rdmapool rebuild [-c CLUSTER_FILE] [--volume NAME] [--rate MIB_S] "
+			       "[--force]\n"
+			       "  --force  go on without volume-table copies that are in sync but do not\n"
+			       "           answer (any update only they hold is lost)\n"
 			       "Exit status: 0 all copies current, 1 error, 3 some stale peer still down.\n");
 			return 0;
 		default: return 2;
@@ -155,6 +161,7 @@ int cmd_rebuild(int argc, char **argv)
 		tool_done(&t);
 		return 1;
 	}
+	ps->home_force = force;
 	struct rp_progress *pr = tool_progress_start();
 	int rc = rp_fs_rebuild(ps, volume, rate, tool_progress_out(), pr, err, sizeof(err));
 	bool stopped = tool_progress_end();
