@@ -35,14 +35,21 @@
 #include <time.h>
 
 #define HOME_EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
+/* how many times a resync filled this copy: an atomic redone on "the same"
+ * authority must not count a transition a fill put there meanwhile */
+#define HOME_FILLS_OFF (HOME_EPOCH_OFF + 8)
 /* An epoch's members: two slots, by the epoch's parity, so that recording
  * the next epoch's leaves the current one's standing. Each: a tag word (the
  * epoch it records, claimed by compare-and-swap so that of two processes
  * moving a copy to the same epoch only one records it), a count (le32),
- * then the peer ids (le16). */
+ * the epoch's authority plus one (le32; 0 in tables from before it was
+ * kept: the lowest member), then the peer ids (le16). */
 #define HOME_MEMBERS_OFF (HOME_EPOCH_OFF + 64)
 #define MEMBERS_SLOT 1024
 #define MEMBERS_LEN (16 + 2 * RP_MAX_PEERS)
+/* The epoch word of a copy a resync is filling: it takes every write (no
+ * one waits for it or drops it) and counts for nothing until it joins. */
+#define HOME_JOINING (1ull << 63)
 #define HOME_RECHECK_MS 1000
 #define QUORUM_POLL_MS 200
 
@@ -60,6 +67,9 @@ struct home_view {
 	struct home_set members; /* of top, as the authority records them */
 	bool recorded;           /* false: it records none (an older table) */
 	struct home_set missing; /* members that did not answer */
+	struct home_set present; /* members that answer at the top epoch */
+	int64_t rauth;           /* the top epoch's recorded authority, or -1 */
+	bool conflict;           /* copies at the top record different members */
 };
 
 static bool set_has(const struct home_set *s, uint32_t id)
@@ -74,15 +84,6 @@ static void set_add(struct home_set *s, uint32_t id)
 {
 	if (!set_has(s, id) && s->n < RP_MAX_PEERS)
 		s->id[s->n++] = (uint16_t)id;
-}
-
-static void set_del(struct home_set *s, uint32_t id)
-{
-	for (uint32_t i = 0; i < s->n; i++)
-		if (s->id[i] == id) {
-			s->id[i] = s->id[--s->n];
-			return;
-		}
 }
 
 static void set_print(const struct home_set *s, char *buf, size_t len)
@@ -111,7 +112,8 @@ static uint64_t slot_off(uint64_t e)
  * before its move, or one racing this: the epoch's compare-and-swap decides
  * which moves, and it records its set again after) is taken over; -EAGAIN
  * for a tag past e (the copy was not where the caller thought). */
-static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const struct home_set *s)
+static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const struct home_set *s,
+			 uint32_t auth)
 {
 	uint64_t tag, old;
 	int rc = rp_pool_faa(ps, id, slot_off(e), 0, &tag);
@@ -122,7 +124,7 @@ static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const s
 		return -EAGAIN;
 	uint8_t buf[MEMBERS_LEN - 8];
 	rp_put_le32(buf, s->n);
-	memset(buf + 4, 0, 4);
+	rp_put_le32(buf + 4, auth + 1);
 	for (uint32_t i = 0; i < s->n; i++)
 		rp_put_le16(buf + 8 + 2 * i, s->id[i]);
 	return rc < 0 ? rc : rp_pool_write(ps, id, slot_off(e) + 8, buf, 8 + 2 * s->n);
@@ -132,7 +134,7 @@ static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const s
  * it records none for e (a table from before members were kept: then only
  * all of them answering shows that no copy is newer). */
 static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct home_set *s,
-			bool *recorded)
+			bool *recorded, int64_t *rauth)
 {
 	uint8_t buf[MEMBERS_LEN];
 	uint64_t tag;
@@ -143,6 +145,7 @@ static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct h
 	uint32_t n = rp_get_le32(buf + 8);
 	/* (a new pool's zeros record nothing: epoch 0 is never recorded) */
 	*recorded = e != 0 && tag == e && n <= RP_MAX_PEERS;
+	*rauth = *recorded ? (int64_t)rp_get_le32(buf + 12) - 1 : -1;
 	s->n = 0;
 	if (*recorded) {
 		for (uint32_t i = 0; i < n; i++)
@@ -154,10 +157,36 @@ static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct h
 	return 0;
 }
 
-/* The epochs of every listed pool, the authority and the top epoch's
- * members. Copies this process knows to be out of sync are not read unless
- * all (a resync): they stay so until resynced. */
-static int home_scan(struct rp_poolset *ps, struct home_view *v, bool all)
+static bool set_same(const struct home_set *a, const struct home_set *b)
+{
+	for (uint32_t i = 0; i < a->n; i++)
+		if (!set_has(b, a->id[i]))
+			return false;
+	return a->n == b->n;
+}
+
+/* Do the copies in sync record the same members and authority? Two
+ * processes that moved copies to one epoch number with different members
+ * (one of them stale, rdmapool(7) BUGS) leave them differing: then no copy
+ * is elected (the process waits, then refuses) rather than one that may
+ * miss acknowledged updates. */
+static bool records_agree(struct rp_poolset *ps, const struct home_view *v)
+{
+	struct home_set other;
+	bool recorded;
+	int64_t rauth;
+	for (uint32_t i = 0; i < v->present.n; i++)
+		if (members_read(ps, v->present.id[i], v->top, &other, &recorded, &rauth) == 0 &&
+		    (recorded != v->recorded || rauth != v->rauth || !set_same(&other, &v->members)))
+			return false;
+	return true;
+}
+
+/* The epochs of every connected pool, the authority and the top epoch's
+ * members. Copies out of sync are read too: another process's resync may
+ * have brought them back, and every process must elect the same
+ * authority. */
+static int home_scan(struct rp_poolset *ps, struct home_view *v)
 {
 	bool any = false;
 	v->top = 0;
@@ -168,9 +197,10 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v, bool all)
 		v->epochs[k] = UINT64_MAX;
 		/* a pool that is not connected is not waited for (its
 		 * reconnect is the data path's business, or home_elect's) */
-		if ((ps->pools[id].home_out && !all) || !rp_pool_connected(ps, id) ||
-		    rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
 			continue;
+		if (e & HOME_JOINING)
+			e = 0; /* (being filled: as good as empty) */
 		/* (an empty replacement answers for no copy: not counted) */
 		if (e)
 			v->answered++;
@@ -183,10 +213,19 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v, bool all)
 	}
 	if (!any)
 		return -ENOTCONN;
-	int rc = members_read(ps, v->auth, v->top, &v->members, &v->recorded);
+	int rc = members_read(ps, v->auth, v->top, &v->members, &v->recorded, &v->rauth);
 	if (rc < 0)
 		return rc;
-	v->missing.n = 0;
+	v->missing.n = v->present.n = 0;
+	if (v->top == 0) {
+		/* no answering copy holds a volume table: new only if every
+		 * peer says so (one that does not may hold it) */
+		for (size_t k = 0; k < ps->npeers; k++)
+			if (v->epochs[k] == UINT64_MAX)
+				set_add(&v->missing, ps->ids[k]);
+		return 0;
+	}
+	uint32_t read_from = v->auth;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		bool member = set_has(&v->members, id);
@@ -197,29 +236,18 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v, bool all)
 		}
 		/* in sync: at the top epoch and one of its members */
 		ps->pools[id].home_out = v->epochs[k] != v->top || !member;
-	}
-	return 0;
-}
-
-/* Members this process took for out of sync were not read: those that
- * answer count (which copies it writes to stays its own view). False when
- * one is past the top: the scan was of copies left behind. */
-static bool home_probe(struct rp_poolset *ps, struct home_view *v)
-{
-	for (size_t k = 0; k < ps->npeers; k++) {
-		uint32_t id = ps->ids[k];
-		uint64_t e;
-		if (!set_has(&v->missing, id) || !ps->pools[id].home_out ||
-		    !rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
-			continue;
-		if (e > v->top) {
-			ps->pools[id].home_out = false; /* read again */
-			return false;
+		if (!ps->pools[id].home_out) {
+			set_add(&v->present, id);
+			if (v->present.n == 1 || id < v->auth)
+				v->auth = id; /* the lowest member */
 		}
-		set_del(&v->missing, id);
-		v->answered += e != 0;
 	}
-	return true;
+	v->conflict = !records_agree(ps, v);
+	if (v->rauth >= 0 && set_has(&v->present, (uint32_t)v->rauth))
+		v->auth = (uint32_t)v->rauth; /* (else: gone, or out; the lowest) */
+	if (!v->present.n)
+		v->auth = read_from; /* (a record that lists none of them) */
+	return 0;
 }
 
 static struct home_view *view_new(const struct rp_poolset *ps)
@@ -247,24 +275,39 @@ static void known_raise(struct rp_poolset *ps, uint64_t e)
 		;
 }
 
+/* The authority an epoch records: the one before it while it stays a
+ * member (a copy that joins is never the authority at once: its words are
+ * checked by the transitions after it joined), else the lowest member. */
+static uint32_t set_pick(const struct home_set *s, int64_t prefer)
+{
+	uint32_t low = UINT32_MAX;
+	if (prefer >= 0 && set_has(s, (uint32_t)prefer))
+		return (uint32_t)prefer;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->id[i] < low)
+			low = s->id[i];
+	return low;
+}
+
 /* Move the copies in keep that are at epoch e to e + 1, with keep as its
- * members: recorded on each first, then a compare-and-swap from e (a copy
+ * members and the authority set_pick gives: recorded on each first, then a compare-and-swap from e (a copy
  * another process moved first stays where it went). Copies of keep at
  * other epochs (a resync's joiners) get the record only. The copies moved
  * go into moved. */
 static void home_move(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
-		      struct home_set *moved)
+		      int64_t auth, struct home_set *moved)
 {
 	uint64_t at, old;
+	uint32_t a = set_pick(keep, auth);
 	moved->n = 0;
 	for (uint32_t i = 0; i < keep->n; i++) {
 		uint32_t id = keep->id[i];
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &at) < 0 ||
-		    members_write(ps, id, e + 1, keep) < 0 || at != e)
+		    members_write(ps, id, e + 1, keep, a) < 0 || at != e)
 			continue;
 		if (rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old) == 0 && old == e) {
 			set_add(moved, id);
-			members_write(ps, id, e + 1, keep); /* ours, whoever raced */
+			members_write(ps, id, e + 1, keep, a); /* ours, whoever raced */
 		}
 	}
 }
@@ -285,14 +328,14 @@ static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
 	struct home_set keep = { 0 }, moved;
 	char gone[512];
 	for (size_t k = 0; k < ps->npeers; k++)
-		if (v->epochs[k] == v->top && set_has(&v->members, ps->ids[k]))
+		if (v->epochs[k] == v->top && (v->top == 0 || set_has(&v->members, ps->ids[k])))
 			set_add(&keep, ps->ids[k]);
 	set_print(&v->missing, gone, sizeof(gone));
 	rp_warn("volume table: --force: going on without peer(s) %s, which do not answer; any "
 		"update of the volume table that only they hold is lost%s", gone,
 		quorum(ps, keep.n) ? "" : ", and if they come back while these copies do not, "
 		"they are taken as the newer ones");
-	home_move(ps, v->top, &keep, &moved);
+	home_move(ps, v->top, &keep, v->auth, &moved);
 	if (!moved.n)
 		return -EAGAIN;
 	known_raise(ps, v->top + 1);
@@ -303,17 +346,112 @@ static void home_refuse(struct rp_poolset *ps, const struct home_view *v)
 {
 	char gone[512];
 	set_print(&v->missing, gone, sizeof(gone));
+	if (v->conflict) {
+		rp_err("volume table: the copies at home epoch %llu record different members (two "
+		       "processes moved them at once): none is used. Run 'rdmapool rebuild --force' "
+		       "to go on with the lowest peer's", (unsigned long long)v->top);
+		return;
+	}
+	if (v->top == 0) {
+		rp_err("volume table: peer(s) %s do not answer, and the peers that do hold no volume "
+		       "table: those may. Bring them back, or run 'rdmapool rebuild --force' to go "
+		       "on without them", gone);
+		return;
+	}
 	rp_err("volume table: peer(s) %s, in sync at home epoch %llu, do not answer, and the "
 	       "copies that do are no majority of the %zu peers: they may be older than those "
 	       "and are not used. Bring those peers back, or run 'rdmapool rebuild --force' to go "
 	       "on without them", gone, (unsigned long long)v->top, ps->npeers);
 }
 
-/* Elect the authority. An epoch this process knows (it elected at it or
- * moved the copies to it) needs only its copies that answer; a new one
- * needs every member to answer, or (three peers or more) a majority of the
- * ring, else the answering copies may be older than the others: wait for
- * them (or for a holder to drop them), then refuse. */
+/* Is this offset of the home area the copy's own (its epoch word and its
+ * members records), not the volume table's? */
+static bool own_word(size_t off)
+{
+	return off >= VOL_HOME_EPOCH_OFF && off < VOL_HOME_EPOCH_OFF + 64 + 2 * MEMBERS_SLOT;
+}
+
+/* Bring copy id to the authority's words while every process's writes go
+ * on reaching it: each word that differs is set by compare-and-swap from
+ * what the copy held, read before the authority's, so that a newer value
+ * some writer put on the copy meanwhile is never overwritten with the older
+ * one read from the authority (a writer updates the authority before the
+ * copies). The gap (rdmapool(7) BUGS): a word that goes back to a value it
+ * held (A, B, A) within the pass. Returns how many words differed, or a
+ * negative errno; -EAGAIN when the copy's epoch word is no longer e. */
+static int home_copy_words(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint8_t *mine,
+			   uint8_t *theirs, uint64_t e)
+{
+	uint64_t now, old;
+	int rc = rp_pool_read(ps, id, RP_HOME_OFFSET, mine, RP_HOME_SIZE), differ = 0;
+	if (rc == 0)
+		rc = rp_pool_read(ps, auth, RP_HOME_OFFSET, theirs, RP_HOME_SIZE);
+	if (rc == 0 && (rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now)) == 0 && now != e)
+		rc = -EAGAIN;
+	for (size_t off = 0; rc == 0 && off < RP_HOME_SIZE; off += 8) {
+		uint64_t a, b;
+		memcpy(&a, mine + off, 8);
+		memcpy(&b, theirs + off, 8);
+		if (a != b && !own_word(off)) {
+			rc = rp_pool_cas(ps, id, RP_HOME_OFFSET + off, a, b, &old);
+			differ++;
+		}
+	}
+	return rc < 0 ? rc : differ;
+}
+
+/* Fill a copy out of sync: marked joining first, so that every process's
+ * writes reach it from then on, then its words copied until a pass finds
+ * none that differ (or a few passes: the one after the join repeats it). */
+static int home_fill(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint8_t *mine,
+		     uint8_t *theirs)
+{
+	uint64_t e, old;
+	int rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e);
+	if (rc == 0 && e != HOME_JOINING &&
+	    (rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, HOME_JOINING, &old)) == 0 && old != e)
+		rc = -EAGAIN;
+	if (rc == 0)
+		rc = rp_pool_faa(ps, id, HOME_FILLS_OFF, 1, &old);
+	for (int pass = 0; rc == 0 && pass < 4; pass++)
+		if ((rc = home_copy_words(ps, auth, id, mine, theirs, HOME_JOINING)) == 0)
+			return 0;
+		else if (rc > 0)
+			rc = 0;
+	return rc < 0 ? rc : -EAGAIN; /* (still changing: next time) */
+}
+
+/* Members that do not answer while enough do: the epoch moves on without
+ * them, so that the lowest member is the authority for every process (one
+ * still using a dropped one finds the others past it: home_ahead). False
+ * when too few members move. */
+static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
+{
+	struct home_set moved;
+	char gone[512];
+	if (!quorum(ps, v->present.n))
+		return false;
+	home_move(ps, v->top, &v->present, v->auth, &moved);
+	if (moved.n && !quorum(ps, moved.n)) {
+		home_unmove(ps, v->top, &moved);
+		return false;
+	}
+	if (moved.n) {
+		set_print(&v->missing, gone, sizeof(gone));
+		rp_warn("volume table: peer(s) %s do not answer; out of sync until 'rdmapool "
+			"rebuild'", gone);
+		known_raise(ps, v->top + 1);
+	}
+	return true; /* (moved by another process first: scan again) */
+}
+
+/* Elect the authority: the lowest member of the top epoch. With every
+ * member answering, that epoch is the top one anywhere. Else a majority of
+ * the ring answering (three peers or more), or this process knowing the
+ * epoch (it elected at it or moved the copies to it), shows that no copy
+ * is newer: the members that do not answer are dropped (the epoch moves
+ * on without them). Else the answering copies may be older than the
+ * others: wait for them (or for a holder to drop them), then refuse. */
 static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 {
 	struct home_view *v = view_new(ps);
@@ -321,16 +459,15 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 	int rc = v ? 0 : -ENOMEM;
 	while (rc == 0) {
 		uint64_t known = atomic_load(&ps->home_epoch);
-		/* (top 0: no answering copy holds a volume table yet) */
-		if ((rc = home_scan(ps, v, false)) < 0 || (known && v->top == known) || v->top == 0)
+		if ((rc = home_scan(ps, v)) < 0 || (v->missing.n == 0 && !v->conflict))
 			break;
-		if (!home_probe(ps, v))
-			continue;
 		/* (a table from before members were kept may have moved on
 		 * fewer than a majority: all of it) */
-		if (v->missing.n == 0 ||
-		    (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered)))
-			break;
+		if (!v->conflict &&
+		    ((known && v->top == known) ||
+		     (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered))) &&
+		    home_drop_missing(ps, v))
+			continue;
 		if (rp_now_ms() >= deadline && ps->home_force) {
 			rc = home_force_drop(ps, v);
 			continue;
@@ -384,7 +521,7 @@ static void home_forget(struct rp_poolset *ps)
  * too few took it or moved (three peers or more: no majority; a move that
  * did not make one is undone). */
 static int home_drop(struct rp_poolset *ps, const bool *missed, const struct home_set *took,
-		     uint64_t e)
+		     uint64_t e, uint32_t auth)
 {
 	struct home_set moved;
 	home_forget(ps);
@@ -393,7 +530,7 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 		       took->n, ps->npeers);
 		return -ENOLINK;
 	}
-	home_move(ps, e, took, &moved);
+	home_move(ps, e, took, auth, &moved);
 	if (!moved.n)
 		return -ESTALE;
 	if (!quorum(ps, moved.n)) {
@@ -430,44 +567,151 @@ static int home_ahead(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint64_
 	return -ESTALE;
 }
 
+/* What a mirror puts on each copy: bytes, or an atomic's transition (old
+ * to new word on the authority). */
+struct home_update {
+	uint64_t off;
+	const void *buf;
+	size_t len;
+	bool atomic;
+	uint64_t from, to;
+	bool redo; /* the same transition again: copies at to took it already */
+};
+
+/* A transition goes to a copy by compare-and-swap, never by a write: two
+ * processes' transitions of one word reach the copies in any order, and a
+ * write of the older result landing last would roll the copy back (a value
+ * handed out twice once it is the authority). A copy not at the old word
+ * yet waits for the transition before it (another process's, in flight).
+ * One that never gets there within op_timeout_ms lacks a transition the
+ * authority made for a process that died or stalls before it reached this
+ * copy: the authority's word is the one that counts (it made every
+ * transition of this epoch, in order), so the copy is rolled forward to
+ * ours, which follows that one, if it is still at the authority's epoch.
+ * One already at the new word counts as taking it only on a redo:
+ * otherwise another process made the same transition on another authority,
+ * and each copy counts for the one whose compare-and-swap it took, so that
+ * only one of them finds a majority. */
+static int copy_transition(struct rp_poolset *ps, uint32_t id, const struct home_update *u,
+			   uint64_t e)
+{
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, now;
+	for (;;) {
+		int rc = rp_pool_cas(ps, id, u->off, u->from, u->to, &old);
+		if (rc < 0 || old == u->from || (u->redo && old == u->to))
+			return rc;
+		if (old == u->to || rp_now_ms() >= deadline)
+			break;
+		struct timespec ts = { 0, 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (old != u->to && rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now) == 0 && now == e &&
+	    rp_pool_cas(ps, id, u->off, old, u->to, &now) == 0 && now == old) {
+		rp_info("volume table: peer %u lacked a transition at %#llx (%#llx, not %#llx): "
+			"rolled forward to %#llx", id, (unsigned long long)u->off,
+			(unsigned long long)old, (unsigned long long)u->from,
+			(unsigned long long)u->to);
+		return 0;
+	}
+	rp_warn("volume table: peer %u holds %#llx at %#llx, not the authority's %#llx before "
+		"%#llx: diverged", id, (unsigned long long)old, (unsigned long long)u->off,
+		(unsigned long long)u->from, (unsigned long long)u->to);
+	return -EIO;
+}
+
+static int copy_update(struct rp_poolset *ps, uint32_t id, const struct home_update *u,
+		       uint64_t e)
+{
+	return u->atomic ? copy_transition(ps, id, u, e)
+			 : rp_pool_write(ps, id, u->off, u->buf, u->len);
+}
+
+/* A copy being filled gets each update once, without waiting: one it
+ * misses the fill's compare-and-swap pass brings over. */
+static void copy_join_update(struct rp_poolset *ps, uint32_t id, const struct home_update *u)
+{
+	uint64_t old;
+	if (u->atomic)
+		rp_pool_cas(ps, id, u->off, u->from, u->to, &old);
+	else
+		rp_pool_write(ps, id, u->off, u->buf, u->len);
+}
+
+/* Copies this process found out of sync that it cannot reach now: another
+ * process's resync may have brought them back. Members of e as the
+ * authority records them missed the update (true: drop them). */
+static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
+			  const struct home_set *unsure, bool *missed)
+{
+	struct home_set members;
+	bool recorded, any = false;
+	int64_t rauth;
+	/* (unreadable: any of them may be a member) */
+	bool all = members_read(ps, auth, e, &members, &recorded, &rauth) < 0;
+	for (size_t k = 0; k < ps->npeers; k++)
+		if (set_has(unsure, ps->ids[k]) && (all || set_has(&members, ps->ids[k])))
+			missed[k] = any = true;
+	return any;
+}
+
 /* Write to the authority and to every copy in sync with it (same epoch,
- * read now: another thread may just have moved it); the authority's write
- * decides the result. -ESTALE: the authority was left behind by another
- * process (what landed went to copies out of sync): elect again, redo it. */
-static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, uint64_t off, const void *buf,
-			      size_t len, bool skip_auth)
+ * read now: another thread, or another process's resync, may just have
+ * moved it); the authority's write decides the result. A copy this process
+ * found out of sync is read again only while it is connected (a pool that
+ * is down is not waited for on every write). -ESTALE: the authority was
+ * left behind by another process (what landed went to copies out of sync):
+ * elect again, redo it. */
+static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct home_update *u)
 {
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
 	struct home_set *took = calloc(1, sizeof(*took)); /* the copies that hold it at e */
+	struct home_set unsure = { 0 }; /* out of sync when last seen, and gone */
 	uint64_t e;
 	int rc = missed && took ? rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e) : -ENOMEM;
-	if (rc == 0 && !skip_auth)
-		rc = rp_pool_write(ps, auth, off, buf, len);
+	if (rc == 0 && !u->atomic)
+		rc = rp_pool_write(ps, auth, u->off, u->buf, u->len);
 	if (rc == 0)
 		set_add(took, auth);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
-		if (id == auth || ps->pools[id].home_out || !ps->pools[id].present)
+		if (id == auth || !ps->pools[id].present)
 			continue;
+		if (ps->pools[id].home_out && !rp_pool_connected(ps, id)) {
+			set_add(&unsure, id);
+			continue;
+		}
 		/* (rp_pool_faa reconnects a dropped connection first, at most
 		 * once per backoff period) */
 		int prc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &pe);
+		if (prc == 0 && (pe & HOME_JOINING)) {
+			copy_join_update(ps, id, u); /* (what it misses, the fill copies) */
+			continue;
+		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
 			break;
-		if (prc == 0 && pe < e)
+		if (prc < 0 && ps->pools[id].home_out) {
+			set_add(&unsure, id);
+			continue;
+		}
+		if (prc == 0 && pe < e) {
+			ps->pools[id].home_out = true;
 			continue; /* out of sync already */
+		}
 		if (prc == 0)
-			prc = rp_pool_write(ps, id, off, buf, len);
-		if (prc == 0)
+			prc = copy_update(ps, id, u, e);
+		if (prc == 0) {
 			set_add(took, id);
-		else if (prc == -ENOLCK)
+			ps->pools[id].home_out = false; /* (a resync brought it back) */
+		} else if (prc == -ENOLCK)
 			rc = prc; /* fenced: a newer holder decides, drop nothing */
 		else
 			missed[k] = any = true; /* it may have been in sync: drop it */
 	}
+	if (rc == 0 && unsure.n)
+		any |= unsure_missed(ps, auth, e, &unsure, missed);
 	if (any && rc == 0)
-		rc = home_drop(ps, missed, took, e);
+		rc = home_drop(ps, missed, took, e, auth);
 	else if (rc == 0 && !quorum(ps, took->n)) {
 		rp_err("volume table: an update reached %u of %zu peers, no majority: failed",
 		       took->n, ps->npeers);
@@ -509,24 +753,26 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 		uint32_t auth;
 		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 		rc = home_pool(ps, &auth);
+		struct home_update u = { .off = off, .buf = buf, .len = len };
 		if (rc == 0)
-			rc = home_mirror_locked(ps, auth, off, buf, len, false);
+			rc = home_mirror_locked(ps, auth, &u);
 		rp_mutex_unlock(&mirror_mu);
 	}
 	return rc == -ESTALE ? -EIO : rc; /* (-ESTALE means more to callers) */
 }
 
-/* An atomic on the authority; a changed word is then written to the others
- * (under mirror_mu, so that the copies get the values in the same order).
- * When the mirror finds the authority left behind: on a new authority the
- * atomic again (the old one's result counts for nothing), on the same one
- * (both moved meanwhile) its word mirrored again. An atomic that changes
- * nothing is not mirrored, and so not checked against other copies. */
+/* An atomic on the authority; a changed word's transition then goes to
+ * the others (copy_transition). When the mirror finds the authority left
+ * behind: on a new authority the atomic again (the old one's result counts
+ * for nothing), on the same one (both moved meanwhile) the transition
+ * mirrored again. An atomic that changes nothing is not mirrored, and so
+ * not checked against other copies. */
 static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a,
 			      uint64_t b, uint64_t *old)
 {
 	int64_t done_on = -1;
-	uint64_t now = 0;
+	uint64_t fills = 0, now;
+	struct home_update u = { .off = off, .atomic = true };
 	bool changed = false;
 	int last = -EIO;
 	for (int tries = 0; tries < 3; tries++) {
@@ -534,16 +780,16 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
 			return rc == -ESTALE ? -EIO : rc;
-		if (done_on == (int64_t)auth && changed) {
-			/* the same authority again (both moved meanwhile): its
-			 * word as it is now goes to the others, which may be
-			 * newer than ours */
-			if ((rc = rp_pool_faa(ps, auth, off, 0, &now)) < 0)
-				done_on = -1;
-		}
+		/* the same authority, not filled again meanwhile: the same
+		 * transition mirrored again; else the atomic anew */
+		if (done_on == (int64_t)auth &&
+		    (rp_pool_faa(ps, auth, HOME_FILLS_OFF, 0, &now) < 0 || now != fills))
+			done_on = -1;
 		if (done_on != (int64_t)auth) {
-			rc = cas ? rp_pool_cas(ps, auth, off, a, b, old)
-				 : rp_pool_faa(ps, auth, off, a, old);
+			rc = rp_pool_faa(ps, auth, HOME_FILLS_OFF, 0, &fills);
+			if (rc == 0)
+				rc = cas ? rp_pool_cas(ps, auth, off, a, b, old)
+					 : rp_pool_faa(ps, auth, off, a, old);
 			if (rc == -ENOLCK)
 				return rc; /* fenced: not to be tried on another copy */
 			if (rc < 0) {
@@ -554,11 +800,14 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 			}
 			done_on = auth;
 			changed = cas ? *old == a && a != b : a != 0;
-			now = cas ? b : *old + a;
+			u.from = *old;
+			u.to = cas ? b : *old + a;
+			u.redo = false;
 		}
-		rc = changed ? home_mirror_locked(ps, auth, off, &now, 8, true) : 0;
+		rc = changed ? home_mirror_locked(ps, auth, &u) : 0;
 		if (rc != -ESTALE)
 			return rc;
+		u.redo = true; /* (if the same authority is elected again) */
 		last = -EIO; /* (-ESTALE means more to callers) */
 	}
 	return last;
@@ -583,67 +832,62 @@ int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 	return home_atomic(ps, false, off, add, 0, old);
 }
 
-/* The copies out of sync that answer get the authority's area (with their
- * old epoch, so none is taken for current half-copied); then the next
- * epoch has them as members too. */
+/* The copies out of sync that answer are filled from the authority
+ * (home_fill); then the next epoch has them as members too: the members
+ * move first, then the filled copies join (writes reach them all along). */
 static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 {
 	struct home_view *v = view_new(ps);
-	struct home_set *keep = calloc(1, sizeof(*keep));
-	uint8_t *area = malloc(RP_HOME_SIZE);
+	struct home_set *keep = calloc(1, sizeof(*keep)), filled = { 0 }, moved = { 0 };
+	uint8_t *mine = malloc(RP_HOME_SIZE), *theirs = malloc(RP_HOME_SIZE);
 	uint32_t auth;
-	bool copied = false;
-	int rc = v && keep && area ? home_elect(ps, &auth) : -ENOMEM;
+	int rc = v && keep && mine && theirs ? home_elect(ps, &auth) : -ENOMEM;
 	if (rc == 0)
-		rc = home_scan(ps, v, true);
-	if (rc == 0)
-		rc = rp_pool_read(ps, v->auth, RP_HOME_OFFSET, area, RP_HOME_SIZE);
+		rc = home_scan(ps, v);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		if (v->epochs[k] == UINT64_MAX)
 			continue;
-		if (v->epochs[k] == v->top && set_has(&v->members, id)) {
+		if (v->epochs[k] == v->top && set_has(&v->members, id))
 			set_add(keep, id);
-			continue;
-		}
-		memcpy(area + VOL_HOME_EPOCH_OFF, &v->epochs[k], 8);
-		if (rp_pool_write(ps, id, RP_HOME_OFFSET, area, RP_HOME_SIZE) == 0) {
-			set_add(keep, id);
-			copied = true;
-		}
+		else if (home_fill(ps, v->auth, id, mine, theirs) == 0)
+			set_add(&filled, id);
 	}
-	/* the members move first, then the copies join: until then they
-	 * show an older epoch and are not read */
-	struct home_set moved = { 0 };
-	if (rc == 0 && copied) {
-		home_move(ps, v->top, keep, &moved);
+	for (uint32_t i = 0; i < filled.n; i++)
+		set_add(keep, filled.id[i]);
+	if (rc == 0 && filled.n) {
+		home_move(ps, v->top, keep, v->auth, &moved);
 		if (!moved.n)
 			rc = -EAGAIN; /* another process moved the epoch first */
 	}
-	for (size_t k = 0; rc == 0 && copied && k < ps->npeers; k++) {
-		uint32_t id = ps->ids[k];
-		uint64_t next = v->top + 1;
-		if (!set_has(keep, id) || (v->epochs[k] == v->top && set_has(&v->members, id)))
-			continue;
-		if ((rc = rp_pool_write(ps, id, HOME_EPOCH_OFF, &next, 8)) < 0)
+	for (uint32_t i = 0; rc == 0 && i < filled.n; i++) {
+		uint32_t id = filled.id[i];
+		uint64_t next = v->top + 1, old;
+		if ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, HOME_JOINING, next, &old)) < 0)
 			break;
+		if (old != HOME_JOINING)
+			continue; /* another resync took it over */
 		ps->pools[id].home_out = false; /* mirrored to from now on */
+		/* once more: a transition that reached it out of order while
+		 * it was joining was lost (joining copies do not wait) */
+		home_copy_words(ps, v->auth, id, mine, theirs, next);
 		set_add(&moved, id);
 		rp_info("volume table: peer %u copied from peer %u, in sync at home epoch %llu", id,
 			v->auth, (unsigned long long)next);
 		if (out)
 			fprintf(out, "peer %u: volume table copied from peer %u\n", id, v->auth);
 	}
-	if (rc == 0 && copied && !quorum(ps, moved.n))
+	if (rc == 0 && filled.n && !quorum(ps, moved.n))
 		rc = -ENOLINK; /* (what did join stays: more copies, not fewer) */
-	if (rc == 0 && copied)
+	if (rc == 0 && filled.n)
 		known_raise(ps, v->top + 1);
 	if (rc < 0)
 		rp_warn("volume table: resync: %s", strerror(-rc));
 	home_forget(ps);
 	view_free(v);
 	free(keep);
-	free(area);
+	free(mine);
+	free(theirs);
 	return rc;
 }
 
@@ -672,18 +916,18 @@ static int home_init_locked(struct rp_poolset *ps)
 	uint32_t auth;
 	int rc = v && keep ? home_elect(ps, &auth) : -ENOMEM;
 	if (rc == 0)
-		rc = home_scan(ps, v, true);
+		rc = home_scan(ps, v);
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++)
 		if (v->epochs[k] == v->top)
 			set_add(keep, ps->ids[k]);
 	struct home_set moved;
 	if (rc == 0 && v->top == 0) {
-		home_move(ps, 0, keep, &moved);
+		home_move(ps, 0, keep, -1, &moved);
 		if (moved.n)
 			known_raise(ps, 1);
 	} else if (rc == 0 && !v->recorded)
 		for (uint32_t i = 0; i < keep->n; i++)
-			members_write(ps, keep->id[i], v->top, keep);
+			members_write(ps, keep->id[i], v->top, keep, v->auth);
 	home_forget(ps);
 	view_free(v);
 	free(keep);
