@@ -165,7 +165,7 @@ static bool set_same(const struct home_set *a, const struct home_set *b)
 	return a->n == b->n;
 }
 
-/* Do the copies in sync record the same members and authority? Two
+/* Do the copies at the top epoch record the same members and authority? Two
  * processes that moved copies to one epoch number with different members
  * (one of them stale, rdmapool(7) BUGS) leave them differing: then no copy
  * is elected (the process waits, then refuses) rather than one that may
@@ -175,8 +175,9 @@ static bool records_agree(struct rp_poolset *ps, const struct home_view *v)
 	struct home_set other;
 	bool recorded;
 	int64_t rauth;
-	for (uint32_t i = 0; i < v->present.n; i++)
-		if (members_read(ps, v->present.id[i], v->top, &other, &recorded, &rauth) == 0 &&
+	for (size_t k = 0; k < ps->npeers; k++)
+		if (v->epochs[k] == v->top &&
+		    members_read(ps, ps->ids[k], v->top, &other, &recorded, &rauth) == 0 &&
 		    (recorded != v->recorded || rauth != v->rauth || !set_same(&other, &v->members)))
 			return false;
 	return true;
