@@ -1,25 +1,25 @@
 /* The home area (volume table, placement records, leases, reader slots) is
  * kept on every pool, so that no peer is special: it is found on any pool
  * that survives. Each copy carries a home epoch word and, for that epoch,
- * the set of copies in sync at it: its members. The copies with the highest
- * epoch among the reachable pools are in sync; the lowest peer id among
- * them is the authority, where compare-and-swap and fetch-and-add happen
- * (their results are then written to the other copies) and reads come
- * from. A write that misses an in-sync copy moves the epoch of the others
- * up, with the missed copy no longer a member, so a pool that comes back
- * with an old home area is never the authority again until 'rdmapool
- * rebuild' copies the area over (which moves the epoch again, with it a
- * member).
+ * a record of the copies in sync at it (its members) and of its authority,
+ * where compare-and-swap and fetch-and-add happen (their transitions then
+ * go to the other copies by compare-and-swap) and reads come from. A write
+ * that misses an in-sync copy moves the epoch of the others up, with the
+ * missed copy no longer a member, so a pool that comes back with an old
+ * home area is never in sync again until 'rdmapool rebuild' fills it while
+ * it takes every write (joining) and moves the epoch again, with it a
+ * member.
  *
  * An epoch moves up only by compare-and-swap on its members, after the new
  * epoch's members are recorded on them, and with three peers or more only
  * when a majority of the ring moves. So a process that finds every member
  * of the top epoch answering, or (three peers or more) a majority of the
  * ring, knows that no copy anywhere is newer; one that does not may be
- * looking at copies others have left behind, and elects only an epoch it
- * knows already (rdmapool(7): the home epoch). With two peers a copy that
- * misses a write is still dropped, so that one pool keeps the volume
- * writable: two clients cut off from each other's pool can then each go on. */
+ * looking at copies others have left behind, and waits, then refuses
+ * (rdmapool(7): the home epoch, invariants (1) to (7)). With two peers a
+ * copy that misses a write is still dropped, so that one pool keeps the
+ * volume writable: two clients cut off from each other's pool can then each
+ * go on. */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -192,6 +192,9 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v)
 	bool any = false;
 	v->top = 0;
 	v->answered = 0;
+	v->conflict = false;
+	v->present.n = v->missing.n = 0;
+	v->rauth = -1;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t e;
@@ -243,7 +246,8 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v)
 				v->auth = id; /* the lowest member */
 		}
 	}
-	v->conflict = !records_agree(ps, v);
+	/* (records of an older version name no authority: not compared) */
+	v->conflict = v->rauth >= 0 && !records_agree(ps, v);
 	if (v->rauth >= 0 && set_has(&v->present, (uint32_t)v->rauth))
 		v->auth = (uint32_t)v->rauth; /* (else: gone, or out; the lowest) */
 	if (!v->present.n)
@@ -296,16 +300,21 @@ static uint32_t set_pick(const struct home_set *s, int64_t prefer)
  * other epochs (a resync's joiners) get the record only. The copies moved
  * go into moved. */
 static void home_move(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
-		      int64_t auth, struct home_set *moved)
+		      int64_t auth, struct home_set *moved, struct home_set *recorded)
 {
 	uint64_t at, old;
 	uint32_t a = set_pick(keep, auth);
 	moved->n = 0;
 	for (uint32_t i = 0; i < keep->n; i++) {
 		uint32_t id = keep->id[i];
+		/* (a copy already past e keeps the record of its own move) */
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &at) < 0 ||
-		    members_write(ps, id, e + 1, keep, a) < 0 || at != e)
+		    (at != e && at != HOME_JOINING) || members_write(ps, id, e + 1, keep, a) < 0)
 			continue;
+		if (recorded)
+			set_add(recorded, id);
+		if (at != e)
+			continue; /* joining: the resync moves it */
 		if (rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old) == 0 && old == e) {
 			set_add(moved, id);
 			members_write(ps, id, e + 1, keep, a); /* ours, whoever raced */
@@ -336,7 +345,7 @@ static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
 		"update of the volume table that only they hold is lost%s", gone,
 		quorum(ps, keep.n) ? "" : ", and if they come back while these copies do not, "
 		"they are taken as the newer ones");
-	home_move(ps, v->top, &keep, v->auth, &moved);
+	home_move(ps, v->top, &keep, v->auth, &moved, NULL);
 	if (!moved.n)
 		return -EAGAIN;
 	known_raise(ps, v->top + 1);
@@ -379,14 +388,18 @@ static bool own_word(size_t off)
  * one read from the authority (a writer updates the authority before the
  * copies). The gap (rdmapool(7) BUGS): a word that goes back to a value it
  * held (A, B, A) within the pass. Returns how many words differed, or a
- * negative errno; -EAGAIN when the copy's epoch word is no longer e. */
-static int home_copy_words(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint8_t *mine,
-			   uint8_t *theirs, uint64_t e)
+ * negative errno; -EAGAIN when the copy's epoch word is no longer e or the
+ * authority's no longer top. */
+static int home_copy_words(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_t id,
+			   uint8_t *mine, uint8_t *theirs, uint64_t e)
 {
 	uint64_t now, old;
 	int rc = rp_pool_read(ps, id, RP_HOME_OFFSET, mine, RP_HOME_SIZE), differ = 0;
 	if (rc == 0)
 		rc = rp_pool_read(ps, auth, RP_HOME_OFFSET, theirs, RP_HOME_SIZE);
+	/* (an authority others left behind meanwhile is no source) */
+	if (rc == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &now)) == 0 && now != top)
+		rc = -EAGAIN;
 	if (rc == 0 && (rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now)) == 0 && now != e)
 		rc = -EAGAIN;
 	for (size_t off = 0; rc == 0 && off < RP_HOME_SIZE; off += 8) {
@@ -404,18 +417,22 @@ static int home_copy_words(struct rp_poolset *ps, uint32_t auth, uint32_t id, ui
 /* Fill a copy out of sync: marked joining first, so that every process's
  * writes reach it from then on, then its words copied until a pass finds
  * none that differ (or a few passes: the one after the join repeats it). */
-static int home_fill(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint8_t *mine,
-		     uint8_t *theirs)
+static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_t id,
+		     uint64_t seen, uint8_t *mine, uint8_t *theirs)
 {
 	uint64_t e, old;
 	int rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e);
+	/* only from the epoch the scan saw (0 for one joining already): one
+	 * that moved since (another resync joined it) is not ours */
+	if (rc == 0 && e != HOME_JOINING && e != seen)
+		rc = -EAGAIN;
 	if (rc == 0 && e != HOME_JOINING &&
 	    (rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, HOME_JOINING, &old)) == 0 && old != e)
 		rc = -EAGAIN;
 	if (rc == 0)
 		rc = rp_pool_faa(ps, id, HOME_FILLS_OFF, 1, &old);
 	for (int pass = 0; rc == 0 && pass < 4; pass++)
-		if ((rc = home_copy_words(ps, auth, id, mine, theirs, HOME_JOINING)) == 0)
+		if ((rc = home_copy_words(ps, auth, top, id, mine, theirs, HOME_JOINING)) == 0)
 			return 0;
 		else if (rc > 0)
 			rc = 0;
@@ -432,7 +449,7 @@ static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 	char gone[512];
 	if (!quorum(ps, v->present.n))
 		return false;
-	home_move(ps, v->top, &v->present, v->auth, &moved);
+	home_move(ps, v->top, &v->present, v->auth, &moved, NULL);
 	if (moved.n && !quorum(ps, moved.n)) {
 		home_unmove(ps, v->top, &moved);
 		return false;
@@ -531,7 +548,7 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 		       took->n, ps->npeers);
 		return -ENOLINK;
 	}
-	home_move(ps, e, took, auth, &moved);
+	home_move(ps, e, took, auth, &moved, NULL);
 	if (!moved.n)
 		return -ESTALE;
 	if (!quorum(ps, moved.n)) {
@@ -587,31 +604,36 @@ struct home_update {
  * One that never gets there within op_timeout_ms lacks a transition the
  * authority made for a process that died or stalls before it reached this
  * copy: the authority's word is the one that counts (it made every
- * transition of this epoch, in order), so the copy is rolled forward to
- * ours, which follows that one, if it is still at the authority's epoch.
+ * transition of this epoch, in order), so the copy is rolled forward to the
+ * authority's word as it is then, if it is still at the authority's epoch.
  * One already at the new word counts as taking it only on a redo:
  * otherwise another process made the same transition on another authority,
  * and each copy counts for the one whose compare-and-swap it took, so that
  * only one of them finds a majority. */
-static int copy_transition(struct rp_poolset *ps, uint32_t id, const struct home_update *u,
-			   uint64_t e)
+static int copy_transition(struct rp_poolset *ps, uint32_t auth, uint32_t id,
+			   const struct home_update *u, uint64_t e)
 {
-	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, now;
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, now, w;
 	for (;;) {
 		int rc = rp_pool_cas(ps, id, u->off, u->from, u->to, &old);
 		if (rc < 0 || old == u->from || (u->redo && old == u->to))
 			return rc;
-		if (old == u->to || rp_now_ms() >= deadline)
+		if (rp_now_ms() >= deadline)
 			break;
 		struct timespec ts = { 0, 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	if (old != u->to && rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now) == 0 && now == e &&
-	    rp_pool_cas(ps, id, u->off, old, u->to, &now) == 0 && now == old) {
-		rp_info("volume table: peer %u lacked a transition at %#llx (%#llx, not %#llx): "
-			"rolled forward to %#llx", id, (unsigned long long)u->off,
-			(unsigned long long)old, (unsigned long long)u->from,
-			(unsigned long long)u->to);
+	/* the authority's word, read after the copy's: never older than it
+	 * (the authority takes every transition first), so the roll goes
+	 * forward only; a copy already there took ours with the others */
+	if (rp_pool_faa(ps, auth, u->off, 0, &w) == 0 &&
+	    rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now) == 0 && now == e &&
+	    (old == w || (rp_pool_cas(ps, id, u->off, old, w, &now) == 0 && now == old))) {
+		if (old != w)
+			rp_info("volume table: peer %u lacked a transition at %#llx (%#llx, not "
+				"%#llx): rolled forward to the authority's %#llx", id,
+				(unsigned long long)u->off, (unsigned long long)old,
+				(unsigned long long)u->from, (unsigned long long)w);
 		return 0;
 	}
 	rp_warn("volume table: peer %u holds %#llx at %#llx, not the authority's %#llx before "
@@ -620,10 +642,10 @@ static int copy_transition(struct rp_poolset *ps, uint32_t id, const struct home
 	return -EIO;
 }
 
-static int copy_update(struct rp_poolset *ps, uint32_t id, const struct home_update *u,
-		       uint64_t e)
+static int copy_update(struct rp_poolset *ps, uint32_t auth, uint32_t id,
+		       const struct home_update *u, uint64_t e)
 {
-	return u->atomic ? copy_transition(ps, id, u, e)
+	return u->atomic ? copy_transition(ps, auth, id, u, e)
 			 : rp_pool_write(ps, id, u->off, u->buf, u->len);
 }
 
@@ -700,7 +722,7 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			continue; /* out of sync already */
 		}
 		if (prc == 0)
-			prc = copy_update(ps, id, u, e);
+			prc = copy_update(ps, auth, id, u, e);
 		if (prc == 0) {
 			set_add(took, id);
 			ps->pools[id].home_out = false; /* (a resync brought it back) */
@@ -839,7 +861,8 @@ int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 {
 	struct home_view *v = view_new(ps);
-	struct home_set *keep = calloc(1, sizeof(*keep)), filled = { 0 }, moved = { 0 };
+	struct home_set *keep = calloc(1, sizeof(*keep)), filled = { 0 }, moved = { 0 },
+			recorded = { 0 };
 	uint8_t *mine = malloc(RP_HOME_SIZE), *theirs = malloc(RP_HOME_SIZE);
 	uint32_t auth;
 	int rc = v && keep && mine && theirs ? home_elect(ps, &auth) : -ENOMEM;
@@ -851,19 +874,21 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 			continue;
 		if (v->epochs[k] == v->top && set_has(&v->members, id))
 			set_add(keep, id);
-		else if (home_fill(ps, v->auth, id, mine, theirs) == 0)
+		else if (home_fill(ps, v->auth, v->top, id, v->epochs[k], mine, theirs) == 0)
 			set_add(&filled, id);
 	}
 	for (uint32_t i = 0; i < filled.n; i++)
 		set_add(keep, filled.id[i]);
 	if (rc == 0 && filled.n) {
-		home_move(ps, v->top, keep, v->auth, &moved);
+		home_move(ps, v->top, keep, v->auth, &moved, &recorded);
 		if (!moved.n)
 			rc = -EAGAIN; /* another process moved the epoch first */
 	}
 	for (uint32_t i = 0; rc == 0 && i < filled.n; i++) {
 		uint32_t id = filled.id[i];
 		uint64_t next = v->top + 1, old;
+		if (!set_has(&recorded, id))
+			continue; /* it would join without its record */
 		if ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, HOME_JOINING, next, &old)) < 0)
 			break;
 		if (old != HOME_JOINING)
@@ -871,7 +896,7 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 		ps->pools[id].home_out = false; /* mirrored to from now on */
 		/* once more: a transition that reached it out of order while
 		 * it was joining was lost (joining copies do not wait) */
-		home_copy_words(ps, v->auth, id, mine, theirs, next);
+		home_copy_words(ps, v->auth, next, id, mine, theirs, next);
 		set_add(&moved, id);
 		rp_info("volume table: peer %u copied from peer %u, in sync at home epoch %llu", id,
 			v->auth, (unsigned long long)next);
@@ -923,7 +948,7 @@ static int home_init_locked(struct rp_poolset *ps)
 			set_add(keep, ps->ids[k]);
 	struct home_set moved;
 	if (rc == 0 && v->top == 0) {
-		home_move(ps, 0, keep, -1, &moved);
+		home_move(ps, 0, keep, -1, &moved, NULL);
 		if (moved.n)
 			known_raise(ps, 1);
 	} else if (rc == 0 && !v->recorded)
