@@ -477,7 +477,13 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 	int rc = v ? 0 : -ENOMEM;
 	while (rc == 0) {
 		uint64_t known = atomic_load(&ps->home_epoch);
-		if ((rc = home_scan(ps, v)) < 0 || (v->missing.n == 0 && !v->conflict))
+		if ((rc = home_scan(ps, v)) < 0)
+			break;
+		if (known > v->top) {
+			rc = -ENOTCONN; /* it moved past every copy that answers */
+			break;
+		}
+		if (v->missing.n == 0 && !v->conflict)
 			break;
 		/* (a table from before members were kept may have moved on
 		 * fewer than a majority: all of it) */
