@@ -295,10 +295,11 @@ static uint32_t set_pick(const struct home_set *s, int64_t prefer)
 }
 
 /* Move the copies in keep that are at epoch e to e + 1, with keep as its
- * members and the authority set_pick gives: recorded on each first, then a compare-and-swap from e (a copy
- * another process moved first stays where it went). Copies of keep at
- * other epochs (a resync's joiners) get the record only. The copies moved
- * go into moved. */
+ * members and the authority set_pick gives: recorded on each first, then a
+ * compare-and-swap from e (a copy another process moved first stays where
+ * it went, with its record). Copies of keep that are joining (a resync's)
+ * get the record only. The copies moved go into moved; those recorded, into
+ * recorded (when given). */
 static void home_move(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
 		      int64_t auth, struct home_set *moved, struct home_set *recorded)
 {
@@ -440,9 +441,9 @@ static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_
 }
 
 /* Members that do not answer while enough do: the epoch moves on without
- * them, so that the lowest member is the authority for every process (one
- * still using a dropped one finds the others past it: home_ahead). False
- * when too few members move. */
+ * them, so that the authority is one that answers, the same for every
+ * process (one still using a dropped one finds the others past it:
+ * home_ahead). False when too few members move. */
 static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 {
 	struct home_set moved;
@@ -463,7 +464,7 @@ static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 	return true; /* (moved by another process first: scan again) */
 }
 
-/* Elect the authority: the lowest member of the top epoch. With every
+/* Elect the authority: the one the top epoch records. With every
  * member answering, that epoch is the top one anywhere. Else a majority of
  * the ring answering (three peers or more), or this process knowing the
  * epoch (it elected at it or moved the copies to it), shows that no copy
