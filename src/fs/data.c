@@ -333,7 +333,9 @@ static int try_alloc(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_e
 		if (rc < 0)
 			return rc;
 	}
-	if (want < 64 && prealloc_take(fs, pool, want, e)) {
+	/* (not from a pool known to be down: the write would fail, and the
+	 * stripe moves on to the next pool) */
+	if (want < 64 && rp_pool_connected(fs->ps, pool) && prealloc_take(fs, pool, want, e)) {
 		space_taken(fs, e->count);
 		return 0;
 	}

@@ -63,7 +63,8 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 bool prealloc_take_any(struct rp_fs *fs, uint32_t want, struct rp_extent *out)
 {
 	for (size_t k = 0; k < fs->ps->npeers; k++)
-		if (prealloc_take(fs, fs->ps->ids[k], want, out))
+		if (rp_pool_connected(fs->ps, fs->ps->ids[k]) &&
+		    prealloc_take(fs, fs->ps->ids[k], want, out))
 			return true;
 	return false;
 }
