@@ -816,10 +816,8 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		    (rp_pool_faa(ps, auth, HOME_FILLS_OFF, 0, &now) < 0 || now != fills))
 			done_on = -1;
 		if (done_on != (int64_t)auth) {
-			rc = rp_pool_faa(ps, auth, HOME_FILLS_OFF, 0, &fills);
-			if (rc == 0)
-				rc = cas ? rp_pool_cas(ps, auth, off, a, b, old)
-					 : rp_pool_faa(ps, auth, off, a, old);
+			rc = cas ? rp_pool_cas(ps, auth, off, a, b, old)
+				 : rp_pool_faa(ps, auth, off, a, old);
 			if (rc == -ENOLCK)
 				return rc; /* fenced: not to be tried on another copy */
 			if (rc < 0) {
@@ -838,6 +836,11 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		if (rc != -ESTALE)
 			return rc;
 		u.redo = true; /* (if the same authority is elected again) */
+		/* its fill count now, off the common path: a resync fills a
+		 * copy only after it was left behind, which is what -ESTALE
+		 * just said */
+		if (rp_pool_faa(ps, auth, HOME_FILLS_OFF, 0, &fills) < 0)
+			done_on = -1;
 		last = -EIO; /* (-ESTALE means more to callers) */
 	}
 	return last;
