@@ -158,7 +158,8 @@ ssize_t rec_decode(const uint8_t *buf, size_t len, uint64_t epoch, const uint8_t
 /* ---- the home area, on every pool (home.c) ----
  *   0       volume slots (512 bytes each, volume.c)
  *   32 KiB  placement records (256 bytes per volume slot, placement.c)
- *   48 KiB  the home epoch word of this copy (home.c) */
+ *   48 KiB  the home epoch word of this copy, its fill count, and from
+ *           48 KiB + 64 its epochs' members records (7 KiB, home.c) */
 #define VOL_SLOTS 64
 #define VOL_PLACE_OFF (32 * 1024)
 #define VOL_HOME_EPOCH_OFF (48 * 1024)

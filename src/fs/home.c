@@ -10,16 +10,20 @@
  * it takes every write (joining) and moves the epoch again, with it a
  * member.
  *
- * An epoch moves up only by compare-and-swap on its members, after the new
- * epoch's members are recorded on them, and with three peers or more only
- * when a majority of the ring moves. So a process that finds every member
- * of the top epoch answering, or (three peers or more) a majority of the
- * ring, knows that no copy anywhere is newer; one that does not may be
- * looking at copies others have left behind, and waits, then refuses
- * (rdmapool(7): the home epoch, invariants (1) to (7)). With two peers a
- * copy that misses a write is still dropped, so that one pool keeps the
- * volume writable: two clients cut off from each other's pool can then each
- * go on. */
+ * An epoch number is one ballot: a mover claims it on each copy it moves
+ * (the record slot's tag, by compare-and-swap, with a number of its own),
+ * and with three peers or more moves nothing unless it holds the claim on
+ * a majority; a claim is never taken over, so at most one mover moves
+ * copies to an epoch and they all hold its record. A move is never undone:
+ * one cut short leaves a minority at the new epoch (strays), which
+ * elections leave out once the record shows it never had a majority. So a
+ * process that finds every member of the top epoch answering, or (three
+ * peers or more) a majority of the ring, knows that no copy anywhere is
+ * newer; one that does not may be looking at copies others have left
+ * behind, and waits, then refuses (rdmapool(7): the home epoch, invariants
+ * (1) to (7)). With two peers a copy that misses a write is still dropped,
+ * so that one pool keeps the volume writable: two clients cut off from
+ * each other's pool can then each go on. */
 #include "config.h"
 #include "fs_impl.h"
 
@@ -33,22 +37,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HOME_EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
 /* how many times a resync filled this copy: an atomic redone on "the same"
  * authority must not count a transition a fill put there meanwhile */
 #define HOME_FILLS_OFF (HOME_EPOCH_OFF + 8)
-/* An epoch's members: two slots, by the epoch's parity, so that recording
- * the next epoch's leaves the current one's standing. Each: a tag word (the
- * epoch it records, claimed by compare-and-swap so that of two processes
- * moving a copy to the same epoch only one records it), a count (le32),
- * the epoch's authority plus one (le32; 0 in tables from before it was
- * kept: the lowest member), then the peer ids (le16). */
+/* An epoch's members: seven slots, by the epoch mod 7, so that the current
+ * record stands while movers claim and record the next six. Each: a tag
+ * word (the epoch it records in its low 40 bits and the number its mover
+ * drew in the bits above), a count (le32), the epoch's authority plus one
+ * (le32), the tag again (a record body that a mover stalled past the
+ * slot's next claim writes late carries its own tag: not taken for the
+ * claimer's), then the peer ids (le16). Tables from before claims: the
+ * number 0, no second tag (the ids at 16), an authority of 0 in older ones
+ * still (the lowest member), and two slots, by the epoch's parity: a
+ * record not found in its slot is looked for there. */
 #define HOME_MEMBERS_OFF (HOME_EPOCH_OFF + 64)
+#define MEMBERS_SLOTS 7
 #define MEMBERS_SLOT 1024
-#define MEMBERS_LEN (16 + 2 * RP_MAX_PEERS)
-/* The epoch word of a copy a resync is filling: it takes every write (no
- * one waits for it or drops it) and counts for nothing until it joins. */
+#define MEMBERS_LEN (24 + 2 * RP_MAX_PEERS)
+#define TAG_EPOCH(t) ((t) & ((1ull << 40) - 1))
+/* The epoch word of a copy a resync is filling, with the epoch it held
+ * before in the bits below: it takes every write (no one waits for it or
+ * drops it) and counts for nothing until it joins. 0 below: an empty copy,
+ * or one marked by a version that did not keep it. */
 #define HOME_JOINING (1ull << 63)
 #define HOME_RECHECK_MS 1000
 #define QUORUM_POLL_MS 200
@@ -70,6 +83,11 @@ struct home_view {
 	struct home_set present; /* members that answer at the top epoch */
 	int64_t rauth;           /* the top epoch's recorded authority, or -1 */
 	bool conflict;           /* copies at the top record different members */
+	uint64_t tag;            /* the top epoch's record's tag (0: none) */
+	uint64_t *before;        /* per listed peer: a joining copy's epoch before */
+	struct home_set stray;   /* copies a move cut short left above the top */
+	struct home_set unsure;  /* empty members the top's majority rests on */
+	uint64_t stray_top;      /* the highest epoch of those */
 };
 
 static bool set_has(const struct home_set *s, uint32_t id)
@@ -104,52 +122,95 @@ static bool quorum(const struct rp_poolset *ps, size_t n)
 
 static uint64_t slot_off(uint64_t e)
 {
-	return HOME_MEMBERS_OFF + e % 2 * MEMBERS_SLOT;
+	return HOME_MEMBERS_OFF + e % MEMBERS_SLOTS * MEMBERS_SLOT;
 }
 
-/* Record the members of epoch e on copy id, before it moves to e. The tag
- * is claimed by compare-and-swap; one already at e (a mover that died
- * before its move, or one racing this: the epoch's compare-and-swap decides
- * which moves, and it records its set again after) is taken over; -EAGAIN
- * for a tag past e (the copy was not where the caller thought). */
-static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t e, const struct home_set *s,
-			 uint32_t auth)
+/* A mover's claim tag for epoch e: its own number above the epoch, drawn
+ * for each move (never 0, which marks a tag from before claims). */
+static uint64_t claim_tag(uint64_t e)
 {
-	uint64_t tag, old;
-	int rc = rp_pool_faa(ps, id, slot_off(e), 0, &tag);
-	if (rc == 0 && tag > e)
+	uint32_t r = 0;
+	rp_random_bytes(&r, sizeof(r)); /* (a failure leaves a weaker number) */
+	r ^= (uint32_t)rp_now_ms() ^ (uint32_t)getpid() << 8;
+	return e | ((uint64_t)(r % ((1u << 23) - 1)) + 1) << 40;
+}
+
+/* Claim epoch TAG_EPOCH(tag)'s record slot on copy id, which a move from
+ * epoch from is to take, for the mover whose tag it is: by compare-and-swap
+ * from a tag of an epoch before from (returned in prev, for claim_release).
+ * A slot that another mover claimed for that epoch (alive or dead), one
+ * past it, or one holding a record of from or later (an older table's, by
+ * parity) is not taken over: -EAGAIN (rdmapool(7) (1)); only a forced drop
+ * takes over another's claim for the epoch. */
+static int members_claim(struct rp_poolset *ps, uint32_t id, uint64_t tag, uint64_t from,
+			 bool force, uint64_t *prev)
+{
+	uint64_t e = TAG_EPOCH(tag), old;
+	int rc = rp_pool_faa(ps, id, slot_off(e), 0, prev);
+	if (rc < 0 || *prev == tag)
+		return rc;
+	if (TAG_EPOCH(*prev) > e || (TAG_EPOCH(*prev) == e && !force) ||
+	    (TAG_EPOCH(*prev) < e && TAG_EPOCH(*prev) >= from && TAG_EPOCH(*prev) != 0))
 		return -EAGAIN;
-	if (rc == 0 && tag < e && (rc = rp_pool_cas(ps, id, slot_off(e), tag, e, &old)) == 0 &&
-	    old != tag)
-		return -EAGAIN;
+	rc = rp_pool_cas(ps, id, slot_off(e), *prev, tag, &old);
+	return rc < 0 ? rc : old == *prev ? 0 : -EAGAIN;
+}
+
+/* Write the record of the epoch in tag into the slot this process claimed
+ * on id. */
+static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t tag,
+			 const struct home_set *s, uint32_t auth)
+{
 	uint8_t buf[MEMBERS_LEN - 8];
 	rp_put_le32(buf, s->n);
 	rp_put_le32(buf + 4, auth + 1);
+	memcpy(buf + 8, &tag, 8);
 	for (uint32_t i = 0; i < s->n; i++)
-		rp_put_le16(buf + 8 + 2 * i, s->id[i]);
-	return rc < 0 ? rc : rp_pool_write(ps, id, slot_off(e) + 8, buf, 8 + 2 * s->n);
+		rp_put_le16(buf + 16 + 2 * i, s->id[i]);
+	return rp_pool_write(ps, id, slot_off(TAG_EPOCH(tag)) + 8, buf, 16 + 2 * s->n);
 }
 
-/* The members of epoch e as copy id records them; every listed peer when
- * it records none for e (a table from before members were kept: then only
- * all of them answering shows that no copy is newer). */
+/* Read the slot at off: does it record epoch e (its tag in *tag)? Where
+ * the ids start: after the second tag, in a record of a mover's own. */
+static int members_slot(struct rp_poolset *ps, uint32_t id, uint64_t off, uint64_t e,
+			uint8_t *buf, uint64_t *tag, size_t *ids)
+{
+	uint64_t again;
+	int rc = rp_pool_read(ps, id, off, buf, MEMBERS_LEN);
+	memcpy(tag, buf, 8); /* words the atomics keep in host order */
+	memcpy(&again, buf + 16, 8);
+	*ids = *tag >> 40 ? 24 : 16;
+	/* (a new pool's zeros record nothing: epoch 0 is never recorded) */
+	if (rc < 0 || e == 0 || TAG_EPOCH(*tag) != e || rp_get_le32(buf + 8) > RP_MAX_PEERS ||
+	    (*tag >> 40 && again != *tag))
+		*ids = 0;
+	return rc;
+}
+
+/* The members of epoch e as copy id records them (its tag in *tag, when
+ * given; 0 for none); every listed peer when it records none for e (a
+ * table from before members were kept: then only all of them answering
+ * shows that no copy is newer). */
 static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct home_set *s,
-			bool *recorded, int64_t *rauth)
+			bool *recorded, int64_t *rauth, uint64_t *tagp)
 {
 	uint8_t buf[MEMBERS_LEN];
-	uint64_t tag;
-	int rc = rp_pool_read(ps, id, slot_off(e), buf, sizeof(buf));
+	uint64_t legacy = HOME_MEMBERS_OFF + e % 2 * MEMBERS_SLOT, tag;
+	size_t ids;
+	int rc = members_slot(ps, id, slot_off(e), e, buf, &tag, &ids);
+	if (rc == 0 && !ids && legacy != slot_off(e))
+		rc = members_slot(ps, id, legacy, e, buf, &tag, &ids);
 	if (rc < 0)
 		return rc;
-	memcpy(&tag, buf, 8); /* a word the atomics keep in host order */
-	uint32_t n = rp_get_le32(buf + 8);
-	/* (a new pool's zeros record nothing: epoch 0 is never recorded) */
-	*recorded = e != 0 && tag == e && n <= RP_MAX_PEERS;
+	*recorded = ids != 0;
 	*rauth = *recorded ? (int64_t)rp_get_le32(buf + 12) - 1 : -1;
+	if (tagp)
+		*tagp = *recorded ? tag : 0;
 	s->n = 0;
 	if (*recorded) {
+		uint32_t n = rp_get_le32(buf + 8);
 		for (uint32_t i = 0; i < n; i++)
-			set_add(s, rp_get_le16(buf + 16 + 2 * i));
+			set_add(s, rp_get_le16(buf + ids + 2 * i));
 		return 0;
 	}
 	for (size_t k = 0; k < ps->npeers; k++)
@@ -165,11 +226,11 @@ static bool set_same(const struct home_set *a, const struct home_set *b)
 	return a->n == b->n;
 }
 
-/* Do the copies at the top epoch record the same members and authority? Two
- * processes that moved copies to one epoch number with different members
- * (one of them stale, rdmapool(7) BUGS) leave them differing: then no copy
- * is elected (the process waits, then refuses) rather than one that may
- * miss acknowledged updates. */
+/* Do the copies at the top epoch record the same members and authority?
+ * With claims one mover records each epoch (rdmapool(7) (1)); copies that
+ * differ (two movers of one epoch before claims, or a record overwritten
+ * by hand) elect none (the process waits, then refuses) rather than one
+ * that may miss acknowledged updates. */
 static bool records_agree(struct rp_poolset *ps, const struct home_view *v)
 {
 	struct home_set other;
@@ -177,47 +238,111 @@ static bool records_agree(struct rp_poolset *ps, const struct home_view *v)
 	int64_t rauth;
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (v->epochs[k] == v->top &&
-		    members_read(ps, ps->ids[k], v->top, &other, &recorded, &rauth) == 0 &&
+		    members_read(ps, ps->ids[k], v->top, &other, &recorded, &rauth, NULL) == 0 &&
 		    (recorded != v->recorded || rauth != v->rauth || !set_same(&other, &v->members)))
 			return false;
 	return true;
 }
 
-/* The epochs of every connected pool, the authority and the top epoch's
- * members. Copies out of sync are read too: another process's resync may
- * have brought them back, and every process must elect the same
- * authority. */
-static int home_scan(struct rp_poolset *ps, struct home_view *v)
+/* Could member k of the listed peers have reached the top epoch? 0: no
+ * (it answers at a lower epoch: epochs only go up; or it is joining and
+ * held a lower one when its fill began), 1: yes, or it does not answer,
+ * or answers above the top (its way there is not known), 2: empty (a
+ * replacement, or joining with its epoch before unknown): it may have,
+ * and what it held is gone. */
+static int member_could(const struct home_view *v, size_t k)
+{
+	uint64_t e = v->epochs[k], before = v->before[k] & ~HOME_JOINING;
+	if (v->before[k] & HOME_JOINING)
+		return before == 0 ? 2 : before >= v->top;
+	return e == 0 ? 2 : e == UINT64_MAX || e >= v->top;
+}
+
+/* Could a majority of the peers have reached the top epoch? A record that
+ * lists no majority itself (a forced drop's, or a smaller ring's) is taken
+ * as it is. With one or two peers a single copy decides. Members that are
+ * empty now and without which there would be no majority go into unsure:
+ * whether the epoch counts rests on what they held. */
+static bool top_could_hold(const struct rp_poolset *ps, struct home_view *v)
+{
+	size_t could = 0, empty = 0;
+	struct home_set empties = { 0 };
+	v->unsure.n = 0;
+	if (!quorum(ps, v->members.n))
+		return true;
+	for (uint32_t i = 0; i < v->members.n; i++) {
+		size_t k = 0;
+		int c = 1;
+		while (k < ps->npeers && ps->ids[k] != v->members.id[i])
+			k++;
+		if (k < ps->npeers && (c = member_could(v, k)) == 2)
+			set_add(&empties, v->members.id[i]);
+		could += c == 1;
+		empty += c == 2;
+	}
+	if (!quorum(ps, could))
+		v->unsure = empties;
+	return quorum(ps, could + empty);
+}
+
+/* The top epoch among the copies that answer and are not strays, a copy at
+ * it and its record. */
+static int scan_top(struct rp_poolset *ps, struct home_view *v)
 {
 	bool any = false;
 	v->top = 0;
-	v->answered = 0;
-	v->conflict = false;
-	v->present.n = v->missing.n = 0;
-	v->rauth = -1;
 	for (size_t k = 0; k < ps->npeers; k++) {
-		uint32_t id = ps->ids[k];
-		uint64_t e;
-		v->epochs[k] = UINT64_MAX;
-		/* a pool that is not connected is not waited for (its
-		 * reconnect is the data path's business, or home_elect's) */
-		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+		uint64_t e = v->epochs[k];
+		if (e == UINT64_MAX || set_has(&v->stray, ps->ids[k]) || (any && e <= v->top))
 			continue;
-		if (e & HOME_JOINING)
-			e = 0; /* (being filled: as good as empty) */
-		/* (an empty replacement answers for no copy: not counted) */
-		if (e)
-			v->answered++;
-		v->epochs[k] = e;
-		if (!any || e > v->top) {
-			v->top = e;
-			v->auth = id;
-		}
+		v->top = e;
+		v->auth = ps->ids[k];
 		any = true;
 	}
 	if (!any)
 		return -ENOTCONN;
-	int rc = members_read(ps, v->auth, v->top, &v->members, &v->recorded, &v->rauth);
+	return members_read(ps, v->auth, v->top, &v->members, &v->recorded, &v->rauth, &v->tag);
+}
+
+/* The epochs of every connected pool, the authority and the top epoch's
+ * members. Copies out of sync are read too: another process's resync may
+ * have brought them back, and every process must elect the same
+ * authority. A top epoch that no majority can have reached (a move cut
+ * short, three peers or more) is left out: its copies are strays, out of
+ * sync, and the election moves the epoch past them. */
+static int home_scan(struct rp_poolset *ps, struct home_view *v)
+{
+	v->answered = 0;
+	v->conflict = false;
+	v->stray.n = v->unsure.n = 0;
+	v->stray_top = 0;
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		uint64_t e;
+		v->epochs[k] = UINT64_MAX;
+		v->before[k] = 0;
+		/* a pool that is not connected is not waited for (its
+		 * reconnect is the data path's business, or home_elect's) */
+		if (!rp_pool_connected(ps, id) || rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e) < 0)
+			continue;
+		if (e & HOME_JOINING) {
+			v->before[k] = e;
+			e = 0; /* (being filled: as good as empty) */
+		}
+		/* (an empty replacement answers for no copy: not counted) */
+		if (e)
+			v->answered++;
+		v->epochs[k] = e;
+	}
+	int rc;
+	while ((rc = scan_top(ps, v)) == 0 && ps->npeers >= 3 && v->recorded &&
+	       !top_could_hold(ps, v)) {
+		for (size_t k = 0; k < ps->npeers; k++)
+			if (v->epochs[k] == v->top)
+				set_add(&v->stray, ps->ids[k]);
+		if (v->top > v->stray_top)
+			v->stray_top = v->top;
+	}
 	if (rc < 0)
 		return rc;
 	v->missing.n = v->present.n = 0;
@@ -246,6 +371,9 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v)
 				v->auth = id; /* the lowest member */
 		}
 	}
+	/* (waited for as if they did not answer: what they held is gone) */
+	for (uint32_t i = 0; i < v->unsure.n; i++)
+		set_add(&v->missing, v->unsure.id[i]);
 	/* (records of an older version name no authority: not compared) */
 	v->conflict = v->rauth >= 0 && !records_agree(ps, v);
 	if (v->rauth >= 0 && set_has(&v->present, (uint32_t)v->rauth))
@@ -258,7 +386,9 @@ static int home_scan(struct rp_poolset *ps, struct home_view *v)
 static struct home_view *view_new(const struct rp_poolset *ps)
 {
 	struct home_view *v = calloc(1, sizeof(*v));
-	if (v && !(v->epochs = calloc(ps->npeers, sizeof(*v->epochs)))) {
+	if (v && (!(v->epochs = calloc(ps->npeers, sizeof(*v->epochs))) ||
+		  !(v->before = calloc(ps->npeers, sizeof(*v->before))))) {
+		free(v->epochs);
 		free(v);
 		v = NULL;
 	}
@@ -267,8 +397,10 @@ static struct home_view *view_new(const struct rp_poolset *ps)
 
 static void view_free(struct home_view *v)
 {
-	if (v)
+	if (v) {
 		free(v->epochs);
+		free(v->before);
+	}
 	free(v);
 }
 
@@ -294,42 +426,123 @@ static uint32_t set_pick(const struct home_set *s, int64_t prefer)
 	return low;
 }
 
-/* Move the copies in keep that are at epoch e to e + 1, with keep as its
- * members and the authority set_pick gives: recorded on each first, then a
- * compare-and-swap from e (a copy another process moved first stays where
- * it went, with its record). Copies of keep that are joining (a resync's)
- * get the record only. The copies moved go into moved; those recorded, into
- * recorded (when given). */
-static void home_move(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
-		      int64_t auth, struct home_set *moved, struct home_set *recorded)
+/* The copies of keep that may move from e (at it, or joining: a resync's)
+ * and the claims on them for epoch TAG_EPOCH(tag). */
+struct home_claims {
+	struct home_set may, claimed, joining;
+	uint64_t tag, prev[RP_MAX_PEERS]; /* the tag each claimed slot held */
+};
+
+static void claim_round(struct rp_poolset *ps, uint64_t e, const struct home_set *keep,
+			uint64_t tag, bool force, struct home_claims *c)
 {
-	uint64_t at, old;
-	uint32_t a = set_pick(keep, auth);
-	moved->n = 0;
+	uint64_t at, prev;
+	c->may.n = c->claimed.n = c->joining.n = 0;
+	c->tag = tag;
 	for (uint32_t i = 0; i < keep->n; i++) {
 		uint32_t id = keep->id[i];
-		/* (a copy already past e keeps the record of its own move) */
+		bool joining;
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &at) < 0 ||
-		    (at != e && at != HOME_JOINING) || members_write(ps, id, e + 1, keep, a) < 0)
-			continue;
-		if (recorded)
-			set_add(recorded, id);
-		if (at != e)
-			continue; /* joining: the resync moves it */
-		if (rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, e + 1, &old) == 0 && old == e) {
-			set_add(moved, id);
-			members_write(ps, id, e + 1, keep, a); /* ours, whoever raced */
+		    (at != e && !(at & HOME_JOINING)))
+			continue; /* (a copy already past e keeps its own move) */
+		set_add(&c->may, id);
+		if ((joining = at & HOME_JOINING))
+			set_add(&c->joining, id);
+		/* (a joining copy's records are not kept: any older one goes) */
+		if (members_claim(ps, id, tag, joining ? TAG_EPOCH(tag) : e, force, &prev) == 0) {
+			c->prev[c->claimed.n] = prev;
+			set_add(&c->claimed, id);
 		}
 	}
 }
 
-/* Undo a move that too few copies made (they go back to e, whose record
- * their other slot still holds). */
-static void home_unmove(struct rp_poolset *ps, uint64_t e, const struct home_set *moved)
+/* Give back the claims of a round that reached too few (nothing was
+ * recorded or moved under them): two movers that split the copies between
+ * them would otherwise leave the epoch claimed for good. A release that
+ * does not land (the copy stopped) leaves a dead claim: that epoch is
+ * skipped. */
+static void claim_release(struct rp_poolset *ps, const struct home_claims *c)
 {
 	uint64_t old;
-	for (uint32_t i = 0; i < moved->n; i++)
-		rp_pool_cas(ps, moved->id[i], HOME_EPOCH_OFF, e + 1, e, &old);
+	for (uint32_t i = 0; i < c->claimed.n; i++)
+		rp_pool_cas(ps, c->claimed.id[i], slot_off(TAG_EPOCH(c->tag)), c->tag, c->prev[i],
+			    &old);
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* Record the move to TAG_EPOCH(tag) on claimed copy id and move it from e
+ * (a joining copy: record only), trying again what fails at once (a reset
+ * connection) within the operation timeout: a move left short is not
+ * undone. 1: done, 0: not, -1: not known (a compare-and-swap that may
+ * still land). */
+static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const struct home_set *keep,
+		    uint32_t auth, uint64_t e, bool joining)
+{
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, next = TAG_EPOCH(tag);
+	int rc;
+	while ((rc = members_write(ps, id, tag, keep, auth)) < 0 && rp_now_ms() < deadline)
+		pause_ms(50);
+	if (rc < 0 || joining)
+		return rc == 0; /* (a late body has a tag no one reads: harmless) */
+	while ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, next, &old)) < 0 &&
+	       rp_now_ms() < deadline)
+		pause_ms(50);
+	/* (at next already: a try that timed out landed; claimed: ours) */
+	return rc < 0 ? -1 : old == e || old == next;
+}
+
+/* Move the copies in keep that are at epoch e to a new epoch, with keep as
+ * its members and the authority set_pick gives. The epoch is one ballot
+ * (rdmapool(7) (1)): claimed first on every copy it moves, and taken only
+ * when the claims reach a majority (any copy with one or two peers, or
+ * with force); else the claims it got are given back and the next epoch
+ * tried (up to six above e: the slot of e's record is the seventh). Then
+ * the record is written on each copy claimed and the copy moved by compare-and-swap from e; one that is joining (a resync's)
+ * gets the record only. Nothing is undone: a move that reaches too few
+ * leaves strays (home_scan). Returns the epoch; the copies moved go into
+ * moved, those recorded into recorded (when given). -EAGAIN: too few of
+ * keep are still at e (another process moved them first); -EBUSY: every
+ * epoch it may take is claimed. */
+static int home_move(struct rp_poolset *ps, uint64_t e, uint64_t first, const struct home_set *keep,
+		     int64_t auth, bool force, struct home_set *moved, struct home_set *recorded,
+		     uint64_t *to)
+{
+	struct home_claims c;
+	uint32_t a = set_pick(keep, auth);
+	moved->n = 0;
+	for (uint64_t next = first > e ? first : e + 1; next < e + MEMBERS_SLOTS; next++) {
+		uint64_t tag = claim_tag(next);
+		claim_round(ps, e, keep, tag, force, &c);
+		if (!(force ? c.claimed.n > 0 : quorum(ps, c.claimed.n))) {
+			claim_release(ps, &c);
+			if (!(force ? c.may.n > 0 : quorum(ps, c.may.n)))
+				return -EAGAIN;
+			continue; /* (claimed by another mover, live or dead) */
+		}
+		bool unsure = false;
+		for (uint32_t i = 0; i < c.claimed.n; i++) {
+			uint32_t id = c.claimed.id[i];
+			bool joining = set_has(&c.joining, id);
+			int done = move_one(ps, id, tag, keep, a, e, joining);
+			unsure |= done < 0;
+			if (done > 0 && recorded)
+				set_add(recorded, id);
+			if (done > 0 && !joining)
+				set_add(moved, id);
+		}
+		/* nothing moved (nor may move later): no epoch is left behind,
+		 * and the claims go back as for a round that reached too few */
+		if (!moved->n && !unsure)
+			claim_release(ps, &c);
+		*to = next;
+		return 0;
+	}
+	return -EBUSY;
 }
 
 /* --force: go on without the members that do not answer, saying what that
@@ -337,6 +550,7 @@ static void home_unmove(struct rp_poolset *ps, uint64_t e, const struct home_set
 static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
 {
 	struct home_set keep = { 0 }, moved;
+	uint64_t to;
 	char gone[512];
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (v->epochs[k] == v->top && (v->top == 0 || set_has(&v->members, ps->ids[k])))
@@ -346,10 +560,10 @@ static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
 		"update of the volume table that only they hold is lost%s", gone,
 		quorum(ps, keep.n) ? "" : ", and if they come back while these copies do not, "
 		"they are taken as the newer ones");
-	home_move(ps, v->top, &keep, v->auth, &moved, NULL);
-	if (!moved.n)
+	if (home_move(ps, v->top, v->stray_top + 1, &keep, v->auth, true, &moved, NULL, &to) < 0 ||
+	    !moved.n)
 		return -EAGAIN;
-	known_raise(ps, v->top + 1);
+	known_raise(ps, to);
 	return 0;
 }
 
@@ -363,13 +577,21 @@ static void home_refuse(struct rp_poolset *ps, const struct home_view *v)
 		       "to go on with the lowest peer's", (unsigned long long)v->top);
 		return;
 	}
+	if (!v->missing.n && v->stray.n) {
+		rp_err("volume table: copies at home epoch %llu were left by a move that reached no "
+		       "majority, and the members of epoch %llu that answer are no majority of the "
+		       "%zu peers: none is used. Run 'rdmapool rebuild --force' to go on with them",
+		       (unsigned long long)v->stray_top, (unsigned long long)v->top, ps->npeers);
+		return;
+	}
 	if (v->top == 0) {
 		rp_err("volume table: peer(s) %s do not answer, and the peers that do hold no volume "
 		       "table: those may. Bring them back, or run 'rdmapool rebuild --force' to go "
 		       "on without them", gone);
 		return;
 	}
-	rp_err("volume table: peer(s) %s, in sync at home epoch %llu, do not answer, and the "
+	rp_err("volume table: peer(s) %s, in sync at home epoch %llu, do not answer (or came "
+	       "back empty), and the "
 	       "copies that do are no majority of the %zu peers: they may be older than those "
 	       "and are not used. Bring those peers back, or run 'rdmapool rebuild --force' to go "
 	       "on without them", gone, (unsigned long long)v->top, ps->npeers);
@@ -379,7 +601,8 @@ static void home_refuse(struct rp_poolset *ps, const struct home_view *v)
  * members records), not the volume table's? */
 static bool own_word(size_t off)
 {
-	return off >= VOL_HOME_EPOCH_OFF && off < VOL_HOME_EPOCH_OFF + 64 + 2 * MEMBERS_SLOT;
+	return off >= VOL_HOME_EPOCH_OFF &&
+	       off < VOL_HOME_EPOCH_OFF + 64 + MEMBERS_SLOTS * MEMBERS_SLOT;
 }
 
 /* Bring copy id to the authority's words while every process's writes go
@@ -415,53 +638,62 @@ static int home_copy_words(struct rp_poolset *ps, uint32_t auth, uint64_t top, u
 	return rc < 0 ? rc : differ;
 }
 
-/* Fill a copy out of sync: marked joining first, so that every process's
- * writes reach it from then on, then its words copied until a pass finds
- * none that differ (or a few passes: the one after the join repeats it). */
+/* Fill a copy out of sync: marked joining first (its epoch word then
+ * HOME_JOINING with the epoch it held, returned in *jw for the join), so
+ * that every process's writes reach it from then on, then its words copied
+ * until a pass finds none that differ (or a few passes: the one after the
+ * join repeats it). */
 static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_t id,
-		     uint64_t seen, uint8_t *mine, uint8_t *theirs)
+		     uint64_t seen, uint8_t *mine, uint8_t *theirs, uint64_t *jw)
 {
-	uint64_t e, old;
+	uint64_t e = 0, old;
 	int rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e);
 	/* only from the epoch the scan saw (0 for one joining already): one
 	 * that moved since (another resync joined it) is not ours */
-	if (rc == 0 && e != HOME_JOINING && e != seen)
-		rc = -EAGAIN;
-	if (rc == 0 && e != HOME_JOINING &&
-	    (rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, HOME_JOINING, &old)) == 0 && old != e)
+	if (rc == 0 && !(e & HOME_JOINING) && (e != seen || e > top))
+		rc = -EAGAIN; /* (one above the top: a move under way, or strays) */
+	*jw = e & HOME_JOINING ? e : HOME_JOINING | e;
+	if (rc == 0 && !(e & HOME_JOINING) &&
+	    (rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, *jw, &old)) == 0 && old != e)
 		rc = -EAGAIN;
 	if (rc == 0)
 		rc = rp_pool_faa(ps, id, HOME_FILLS_OFF, 1, &old);
 	for (int pass = 0; rc == 0 && pass < 4; pass++)
-		if ((rc = home_copy_words(ps, auth, top, id, mine, theirs, HOME_JOINING)) == 0)
+		if ((rc = home_copy_words(ps, auth, top, id, mine, theirs, *jw)) == 0)
 			return 0;
 		else if (rc > 0)
 			rc = 0;
 	return rc < 0 ? rc : -EAGAIN; /* (still changing: next time) */
 }
 
-/* Members that do not answer while enough do: the epoch moves on without
- * them, so that the authority is one that answers, the same for every
- * process (one still using a dropped one finds the others past it:
- * home_ahead). False when too few members move. */
-static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
+/* Members that do not answer while enough do, and strays: the epoch moves
+ * on without them (past the strays), so that the authority is one that
+ * answers, the same for every process (one still using a dropped one finds
+ * the others past it: home_ahead). 0 when moved, 1 when another process
+ * moved first (scan again); <0 when it cannot move. */
+static int home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 {
 	struct home_set moved;
+	uint64_t to;
 	char gone[512];
 	if (!quorum(ps, v->present.n))
-		return false;
-	home_move(ps, v->top, &v->present, v->auth, &moved, NULL);
-	if (moved.n && !quorum(ps, moved.n)) {
-		home_unmove(ps, v->top, &moved);
-		return false;
-	}
-	if (moved.n) {
-		set_print(&v->missing, gone, sizeof(gone));
+		return -ENOLINK;
+	int rc = home_move(ps, v->top, v->stray_top + 1, &v->present, v->auth, false, &moved, NULL,
+			   &to);
+	if (rc == -EAGAIN)
+		return 1;
+	if (rc < 0 || !quorum(ps, moved.n))
+		return rc < 0 ? rc : -ENOLINK; /* (what moved are strays now) */
+	set_print(&v->missing, gone, sizeof(gone));
+	if (v->missing.n)
 		rp_warn("volume table: peer(s) %s do not answer; out of sync until 'rdmapool "
 			"rebuild'", gone);
-		known_raise(ps, v->top + 1);
-	}
-	return true; /* (moved by another process first: scan again) */
+	if (v->stray.n)
+		rp_info("volume table: home epoch %llu had no majority (a move cut short): moved "
+			"past it to %llu", (unsigned long long)v->stray_top,
+			(unsigned long long)to);
+	known_raise(ps, to);
+	return 0;
 }
 
 /* Elect the authority: the one the top epoch records. With every
@@ -470,12 +702,15 @@ static bool home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
  * epoch (it elected at it or moved the copies to it), shows that no copy
  * is newer: the members that do not answer are dropped (the epoch moves
  * on without them). Else the answering copies may be older than the
- * others: wait for them (or for a holder to drop them), then refuse. */
+ * others: wait for them (or for a holder to drop them), then refuse.
+ * Strays above the top are moved past once the top may be elected and
+ * they have stayed for an operation timeout (a move under way looks the
+ * same for a moment). */
 static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 {
 	struct home_view *v = view_new(ps);
-	uint64_t deadline = rp_now_ms() + 2ull * ps->op_timeout_ms + 2000;
-	int rc = v ? 0 : -ENOMEM;
+	uint64_t deadline = rp_now_ms() + 2ull * ps->op_timeout_ms + 2000, strays = 0, since = 0;
+	int rc = v ? 0 : -ENOMEM, drc;
 	while (rc == 0) {
 		uint64_t known = atomic_load(&ps->home_epoch);
 		if ((rc = home_scan(ps, v)) < 0)
@@ -484,15 +719,25 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 			rc = -ENOTCONN; /* it moved past every copy that answers */
 			break;
 		}
-		if (v->missing.n == 0 && !v->conflict)
+		if (v->missing.n == 0 && v->stray.n == 0 && !v->conflict)
 			break;
+		if (v->stray.n && v->stray_top != strays) {
+			strays = v->stray_top;
+			since = rp_now_ms();
+			if (deadline < since + ps->op_timeout_ms + 2000)
+				deadline = since + ps->op_timeout_ms + 2000;
+		}
 		/* (a table from before members were kept may have moved on
 		 * fewer than a majority: all of it) */
 		if (!v->conflict &&
-		    ((known && v->top == known) ||
+		    (v->missing.n == 0 || (known && v->top == known) ||
 		     (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered))) &&
-		    home_drop_missing(ps, v))
+		    (!v->stray.n || rp_now_ms() - since >= ps->op_timeout_ms) &&
+		    rp_now_ms() < deadline && (drc = home_drop_missing(ps, v)) >= 0) {
+			if (drc)
+				pause_ms(10); /* (raced: let the other finish) */
 			continue;
+		}
 		if (rp_now_ms() >= deadline && ps->home_force) {
 			rc = home_force_drop(ps, v);
 			continue;
@@ -541,10 +786,10 @@ static void home_forget(struct rp_poolset *ps)
 }
 
 /* After a write that missed in-sync copies: the copies that took it move
- * to the next epoch without the others. -ESTALE when none moved (another
+ * to a new epoch without the others. -ESTALE when none moved (another
  * process moved the epoch first: elect again, write again), -ENOLINK when
  * too few took it or moved (three peers or more: no majority; a move that
- * did not make one is undone). */
+ * did not make one leaves strays, which elections move past). */
 static int home_drop(struct rp_poolset *ps, const bool *missed, const struct home_set *took,
 		     uint64_t e, uint32_t auth)
 {
@@ -555,16 +800,23 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 		       took->n, ps->npeers);
 		return -ENOLINK;
 	}
-	home_move(ps, e, took, auth, &moved, NULL);
-	if (!moved.n)
+	uint64_t to;
+	int rc = home_move(ps, e, e + 1, took, auth, false, &moved, NULL, &to);
+	if (rc == -EAGAIN || (rc == 0 && !moved.n))
 		return -ESTALE;
-	if (!quorum(ps, moved.n)) {
-		rp_err("volume table: only %u of %zu peers moved to home epoch %llu, no majority: "
-		       "failed", moved.n, ps->npeers, (unsigned long long)e + 1);
-		home_unmove(ps, e, &moved);
+	if (rc < 0) {
+		rp_err("volume table: home epochs %llu to %llu are all claimed by other movers on "
+		       "too many copies: cannot drop a copy; failed", (unsigned long long)e + 1,
+		       (unsigned long long)e + MEMBERS_SLOTS - 1);
 		return -ENOLINK;
 	}
-	known_raise(ps, e + 1);
+	if (!quorum(ps, moved.n)) {
+		/* (not undone: the copies moved are strays, home_scan) */
+		rp_err("volume table: only %u of %zu peers moved to home epoch %llu, no majority: "
+		       "failed", moved.n, ps->npeers, (unsigned long long)to);
+		return -ENOLINK;
+	}
+	known_raise(ps, to);
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (missed[k]) {
 			ps->pools[ps->ids[k]].home_out = true;
@@ -677,7 +929,7 @@ static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
 	bool recorded, any = false;
 	int64_t rauth;
 	/* (unreadable: any of them may be a member) */
-	bool all = members_read(ps, auth, e, &members, &recorded, &rauth) < 0;
+	bool all = members_read(ps, auth, e, &members, &recorded, &rauth, NULL) < 0;
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (set_has(unsure, ps->ids[k]) && (all || set_has(&members, ps->ids[k])))
 			missed[k] = any = true;
@@ -874,34 +1126,41 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 	struct home_set *keep = calloc(1, sizeof(*keep)), filled = { 0 }, moved = { 0 },
 			recorded = { 0 };
 	uint8_t *mine = malloc(RP_HOME_SIZE), *theirs = malloc(RP_HOME_SIZE);
+	uint64_t *jw = calloc(ps->npeers, sizeof(*jw)); /* by filled's index */
 	uint32_t auth;
-	int rc = v && keep && mine && theirs ? home_elect(ps, &auth) : -ENOMEM;
+	int rc = v && keep && mine && theirs && jw ? home_elect(ps, &auth) : -ENOMEM;
 	if (rc == 0)
 		rc = home_scan(ps, v);
+	/* a move under way (or strays the election has not moved past yet):
+	 * the copies it leaves at the top may lack its updates */
+	if (rc == 0 && v->stray.n)
+		rc = -EAGAIN;
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		if (v->epochs[k] == UINT64_MAX)
 			continue;
 		if (v->epochs[k] == v->top && set_has(&v->members, id))
 			set_add(keep, id);
-		else if (home_fill(ps, v->auth, v->top, id, v->epochs[k], mine, theirs) == 0)
+		else if (home_fill(ps, v->auth, v->top, id, v->epochs[k], mine, theirs,
+				   &jw[filled.n]) == 0)
 			set_add(&filled, id);
 	}
 	for (uint32_t i = 0; i < filled.n; i++)
 		set_add(keep, filled.id[i]);
+	uint64_t next = 0, old;
 	if (rc == 0 && filled.n) {
-		home_move(ps, v->top, keep, v->auth, &moved, &recorded);
-		if (!moved.n)
+		rc = home_move(ps, v->top, v->stray_top + 1, keep, v->auth, false, &moved, &recorded,
+			       &next);
+		if (rc == 0 && !moved.n)
 			rc = -EAGAIN; /* another process moved the epoch first */
 	}
 	for (uint32_t i = 0; rc == 0 && i < filled.n; i++) {
 		uint32_t id = filled.id[i];
-		uint64_t next = v->top + 1, old;
 		if (!set_has(&recorded, id))
 			continue; /* it would join without its record */
-		if ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, HOME_JOINING, next, &old)) < 0)
+		if ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, jw[i], next, &old)) < 0)
 			break;
-		if (old != HOME_JOINING)
+		if (old != jw[i])
 			continue; /* another resync took it over */
 		ps->pools[id].home_out = false; /* mirrored to from now on */
 		/* once more: a transition that reached it out of order while
@@ -916,7 +1175,7 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 	if (rc == 0 && filled.n && !quorum(ps, moved.n))
 		rc = -ENOLINK; /* (what did join stays: more copies, not fewer) */
 	if (rc == 0 && filled.n)
-		known_raise(ps, v->top + 1);
+		known_raise(ps, next);
 	if (rc < 0)
 		rp_warn("volume table: resync: %s", strerror(-rc));
 	home_forget(ps);
@@ -924,6 +1183,7 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 	free(keep);
 	free(mine);
 	free(theirs);
+	free(jw);
 	return rc;
 }
 
@@ -957,13 +1217,14 @@ static int home_init_locked(struct rp_poolset *ps)
 		if (v->epochs[k] == v->top)
 			set_add(keep, ps->ids[k]);
 	struct home_set moved;
+	uint64_t to, prev, tag = 0;
 	if (rc == 0 && v->top == 0) {
-		home_move(ps, 0, keep, -1, &moved, NULL);
-		if (moved.n)
-			known_raise(ps, 1);
-	} else if (rc == 0 && !v->recorded)
+		if (home_move(ps, 0, 1, keep, -1, false, &moved, NULL, &to) == 0 && moved.n)
+			known_raise(ps, to);
+	} else if (rc == 0 && !v->recorded && (tag = claim_tag(v->top)))
 		for (uint32_t i = 0; i < keep->n; i++)
-			members_write(ps, keep->id[i], v->top, keep, v->auth);
+			if (members_claim(ps, keep->id[i], tag, v->top, false, &prev) == 0)
+				members_write(ps, keep->id[i], tag, keep, v->auth);
 	home_forget(ps);
 	view_free(v);
 	free(keep);

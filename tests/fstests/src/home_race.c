@@ -10,7 +10,13 @@
  *   home_race CLUSTER run SECONDS [resync]  -> "ack OLD MS" and "err RC MS" lines
  *   home_race CLUSTER check                 -> "value V": an addition's old value
  *                                              (exit 1 when none is acknowledged
- *                                              or then the copies differ) */
+ *                                              or then the copies differ)
+ * and, for fstest 078, what a mover killed in the middle of a move leaves
+ * (rdmapool(7) (1), (2)), written with the layout's offsets:
+ *   home_race CLUSTER strand PEER MEMBER...  PEER alone moved to the next
+ *                                              epoch, recording MEMBERs
+ *   home_race CLUSTER claim PEER...          the next epoch claimed on the
+ *                                              PEERs, nothing moved */
 #include "config.h"
 #include "../../../src/fs/fs_impl.h"
 #include "../../helpers/helper.h"
@@ -19,11 +25,63 @@
 #include <rdmapool/util.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* a word of the home area no format uses (past the members records) */
 #define COUNTER_OFF (RP_HOME_OFFSET + 56 * 1024)
+
+/* the home epoch word and the members records (home.c's layout, which
+ * this test pins down: tags are the epoch, and above bit 40 a mover's
+ * number; seven slots by the epoch mod 7, two by parity before) */
+#define EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
+#define SLOT_OFF(e, n) (EPOCH_OFF + 64 + (e) % (n) * 1024)
+
+/* Record epoch e on copy id: the tag as a table from before claims wrote
+ * it (found in both layouts), the members, the authority. */
+static int record(struct rp_poolset *ps, uint32_t id, uint64_t e, char **members, int n)
+{
+	uint8_t buf[16 + 2 * RP_MAX_PEERS] = { 0 };
+	memcpy(buf, &e, 8);
+	rp_put_le32(buf + 8, (uint32_t)n);
+	rp_put_le32(buf + 12, id + 1);
+	for (int i = 0; i < n; i++)
+		rp_put_le16(buf + 16 + 2 * i, (uint16_t)atoi(members[i]));
+	int rc = rp_pool_write(ps, id, SLOT_OFF(e, 7), buf, 16 + 2 * (size_t)n);
+	if (rc == 0 && SLOT_OFF(e, 2) != SLOT_OFF(e, 7))
+		rc = rp_pool_write(ps, id, SLOT_OFF(e, 2), buf, 16 + 2 * (size_t)n);
+	return rc;
+}
+
+static int strand(struct rp_poolset *ps, uint32_t id, char **members, int n)
+{
+	uint64_t e, old;
+	int rc = rp_pool_faa(ps, id, EPOCH_OFF, 0, &e);
+	if (rc == 0)
+		rc = record(ps, id, e + 1, members, n);
+	if (rc == 0)
+		rc = rp_pool_cas(ps, id, EPOCH_OFF, e, e + 1, &old);
+	printf("peer %u: epoch %llu -> %llu\n", id, (unsigned long long)e,
+	       (unsigned long long)e + 1);
+	return rc < 0 ? 1 : 0;
+}
+
+/* a claim of another mover (number 12345), never followed by its move */
+static int claim(struct rp_poolset *ps, char **peers, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t id = (uint32_t)atoi(peers[i]);
+		uint64_t e, tag;
+		if (rp_pool_faa(ps, id, EPOCH_OFF, 0, &e) < 0)
+			return 1;
+		tag = (e + 1) | 12345ull << 40;
+		if (rp_pool_write(ps, id, SLOT_OFF(e + 1, 7), &tag, 8) < 0)
+			return 1;
+		printf("peer %u: epoch %llu claimed\n", id, (unsigned long long)e + 1);
+	}
+	return 0;
+}
 
 static int run(struct rp_poolset *ps, long secs, bool resync)
 {
@@ -93,7 +151,8 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
-		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync] | check\n");
+		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync] | check | strand PEER "
+				"MEMBER... | claim PEER...\n");
 		return 2;
 	}
 	struct rp_poolset *ps = helper_open(argv[1], &cl);
@@ -102,6 +161,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
 	if (strcmp(argv[2], "run") == 0)
 		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0);
+	else if (strcmp(argv[2], "strand") == 0 && argc > 4)
+		rc = strand(ps, (uint32_t)atoi(argv[3]), argv + 4, argc - 4);
+	else if (strcmp(argv[2], "claim") == 0)
+		rc = claim(ps, argv + 3, argc - 3);
 	else
 		rc = check(ps, cl);
 	rp_poolset_close(ps);
