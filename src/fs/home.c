@@ -49,14 +49,15 @@
  * drew in the bits above), a count (le32), the epoch's authority plus one
  * (le32), the tag again (a record body that a mover stalled past the
  * slot's next claim writes late carries its own tag: not taken for the
- * claimer's), then the peer ids (le16). Tables from before claims: the
+ * claimer's), the epoch the move came from (0: not known), then the peer
+ * ids (le16). Tables from before claims: the
  * number 0, no second tag (the ids at 16), an authority of 0 in older ones
  * still (the lowest member), and two slots, by the epoch's parity: a
  * record not found in its slot is looked for there. */
 #define HOME_MEMBERS_OFF (HOME_EPOCH_OFF + 64)
 #define MEMBERS_SLOTS 7
 #define MEMBERS_SLOT 1024
-#define MEMBERS_LEN (24 + 2 * RP_MAX_PEERS)
+#define MEMBERS_LEN (32 + 2 * RP_MAX_PEERS)
 #define TAG_EPOCH(t) ((t) & ((1ull << 40) - 1))
 /* The epoch word of a copy a resync is filling, with the epoch it held
  * before in the bits below: it takes every write (no one waits for it or
@@ -83,7 +84,7 @@ struct home_view {
 	struct home_set present; /* members that answer at the top epoch */
 	int64_t rauth;           /* the top epoch's recorded authority, or -1 */
 	bool conflict;           /* copies at the top record different members */
-	uint64_t tag;            /* the top epoch's record's tag (0: none) */
+	uint64_t from;           /* the epoch the top's move came from (0: not known) */
 	uint64_t *before;        /* per listed peer: a joining copy's epoch before */
 	struct home_set stray;   /* copies a move cut short left above the top */
 	struct home_set unsure;  /* empty members the top's majority rests on */
@@ -156,18 +157,19 @@ static int members_claim(struct rp_poolset *ps, uint32_t id, uint64_t tag, uint6
 	return rc < 0 ? rc : old == *prev ? 0 : -EAGAIN;
 }
 
-/* Write the record of the epoch in tag into the slot this process claimed
- * on id. */
-static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t tag,
+/* Write the record of the epoch in tag, moved to from epoch from, into the
+ * slot this process claimed on id. */
+static int members_write(struct rp_poolset *ps, uint32_t id, uint64_t tag, uint64_t from,
 			 const struct home_set *s, uint32_t auth)
 {
 	uint8_t buf[MEMBERS_LEN - 8];
 	rp_put_le32(buf, s->n);
 	rp_put_le32(buf + 4, auth + 1);
 	memcpy(buf + 8, &tag, 8);
+	rp_put_le64(buf + 16, from);
 	for (uint32_t i = 0; i < s->n; i++)
-		rp_put_le16(buf + 16 + 2 * i, s->id[i]);
-	return rp_pool_write(ps, id, slot_off(TAG_EPOCH(tag)) + 8, buf, 16 + 2 * s->n);
+		rp_put_le16(buf + 24 + 2 * i, s->id[i]);
+	return rp_pool_write(ps, id, slot_off(TAG_EPOCH(tag)) + 8, buf, 24 + 2 * s->n);
 }
 
 /* Read the slot at off: does it record epoch e (its tag in *tag)? Where
@@ -179,7 +181,7 @@ static int members_slot(struct rp_poolset *ps, uint32_t id, uint64_t off, uint64
 	int rc = rp_pool_read(ps, id, off, buf, MEMBERS_LEN);
 	memcpy(tag, buf, 8); /* words the atomics keep in host order */
 	memcpy(&again, buf + 16, 8);
-	*ids = *tag >> 40 ? 24 : 16;
+	*ids = *tag >> 40 ? 32 : 16;
 	/* (a new pool's zeros record nothing: epoch 0 is never recorded) */
 	if (rc < 0 || e == 0 || TAG_EPOCH(*tag) != e || rp_get_le32(buf + 8) > RP_MAX_PEERS ||
 	    (*tag >> 40 && again != *tag))
@@ -187,12 +189,12 @@ static int members_slot(struct rp_poolset *ps, uint32_t id, uint64_t off, uint64
 	return rc;
 }
 
-/* The members of epoch e as copy id records them (its tag in *tag, when
- * given; 0 for none); every listed peer when it records none for e (a
+/* The members of epoch e as copy id records them (the epoch its move came
+ * from in *fromp, when given; 0: not known); every listed peer when it records none for e (a
  * table from before members were kept: then only all of them answering
  * shows that no copy is newer). */
 static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct home_set *s,
-			bool *recorded, int64_t *rauth, uint64_t *tagp)
+			bool *recorded, int64_t *rauth, uint64_t *fromp)
 {
 	uint8_t buf[MEMBERS_LEN];
 	uint64_t legacy = HOME_MEMBERS_OFF + e % 2 * MEMBERS_SLOT, tag;
@@ -204,8 +206,8 @@ static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct h
 		return rc;
 	*recorded = ids != 0;
 	*rauth = *recorded ? (int64_t)rp_get_le32(buf + 12) - 1 : -1;
-	if (tagp)
-		*tagp = *recorded ? tag : 0;
+	if (fromp)
+		*fromp = *recorded && ids == 32 ? rp_get_le64(buf + 24) : 0;
 	s->n = 0;
 	if (*recorded) {
 		uint32_t n = rp_get_le32(buf + 8);
@@ -258,11 +260,27 @@ static int member_could(const struct home_view *v, size_t k)
 	return e == 0 ? 2 : e == UINT64_MAX || e >= v->top;
 }
 
+/* May members that came back empty decide for the top epoch? When every
+ * peer answers and none holds an epoch between the one the top's move came
+ * from and the top: then no other move from there can have had a majority
+ * (another process's, whose copies the empty ones may have been), and what
+ * answers is all there is. */
+static bool empties_may_decide(const struct rp_poolset *ps, const struct home_view *v)
+{
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint64_t e = v->before[k] & HOME_JOINING ? v->before[k] & ~HOME_JOINING
+							 : v->epochs[k];
+		if (e == UINT64_MAX || (e != 0 && e > v->from && e < v->top))
+			return false;
+	}
+	return true;
+}
+
 /* Could a majority of the peers have reached the top epoch? A record that
  * lists no majority itself (a forced drop's, or a smaller ring's) is taken
  * as it is. With one or two peers a single copy decides. Members that are
- * empty now and without which there would be no majority go into unsure:
- * whether the epoch counts rests on what they held. */
+ * empty now and without which there would be no majority go into unsure
+ * (waited for, then refused), unless empties_may_decide. */
 static bool top_could_hold(const struct rp_poolset *ps, struct home_view *v)
 {
 	size_t could = 0, empty = 0;
@@ -280,7 +298,7 @@ static bool top_could_hold(const struct rp_poolset *ps, struct home_view *v)
 		could += c == 1;
 		empty += c == 2;
 	}
-	if (!quorum(ps, could))
+	if (!quorum(ps, could) && quorum(ps, could + empty) && !empties_may_decide(ps, v))
 		v->unsure = empties;
 	return quorum(ps, could + empty);
 }
@@ -301,7 +319,7 @@ static int scan_top(struct rp_poolset *ps, struct home_view *v)
 	}
 	if (!any)
 		return -ENOTCONN;
-	return members_read(ps, v->auth, v->top, &v->members, &v->recorded, &v->rauth, &v->tag);
+	return members_read(ps, v->auth, v->top, &v->members, &v->recorded, &v->rauth, &v->from);
 }
 
 /* The epochs of every connected pool, the authority and the top epoch's
@@ -485,7 +503,7 @@ static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const stru
 {
 	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, next = TAG_EPOCH(tag);
 	int rc;
-	while ((rc = members_write(ps, id, tag, keep, auth)) < 0 && rp_now_ms() < deadline)
+	while ((rc = members_write(ps, id, tag, e, keep, auth)) < 0 && rp_now_ms() < deadline)
 		pause_ms(50);
 	if (rc < 0 || joining)
 		return rc == 0; /* (a late body has a tag no one reads: harmless) */
@@ -502,12 +520,13 @@ static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const stru
  * when the claims reach a majority (any copy with one or two peers, or
  * with force); else the claims it got are given back and the next epoch
  * tried (up to six above e: the slot of e's record is the seventh). Then
- * the record is written on each copy claimed and the copy moved by compare-and-swap from e; one that is joining (a resync's)
+ * the record is written on each copy claimed and the copy moved by
+ * compare-and-swap from e (move_one); one that is joining (a resync's)
  * gets the record only. Nothing is undone: a move that reaches too few
- * leaves strays (home_scan). Returns the epoch; the copies moved go into
- * moved, those recorded into recorded (when given). -EAGAIN: too few of
- * keep are still at e (another process moved them first); -EBUSY: every
- * epoch it may take is claimed. */
+ * leaves strays (home_scan); when nothing moved the claims go back. Returns
+ * the epoch; the copies moved go into moved, those recorded into recorded
+ * (when given). -EAGAIN: too few of keep are still at e (another process
+ * moved them first); -EBUSY: every epoch it may take is claimed. */
 static int home_move(struct rp_poolset *ps, uint64_t e, uint64_t first, const struct home_set *keep,
 		     int64_t auth, bool force, struct home_set *moved, struct home_set *recorded,
 		     uint64_t *to)
@@ -1224,7 +1243,7 @@ static int home_init_locked(struct rp_poolset *ps)
 	} else if (rc == 0 && !v->recorded && (tag = claim_tag(v->top)))
 		for (uint32_t i = 0; i < keep->n; i++)
 			if (members_claim(ps, keep->id[i], tag, v->top, false, &prev) == 0)
-				members_write(ps, keep->id[i], tag, keep, v->auth);
+				members_write(ps, keep->id[i], tag, 0, keep, v->auth);
 	home_forget(ps);
 	view_free(v);
 	free(keep);
