@@ -190,9 +190,9 @@ static int members_slot(struct rp_poolset *ps, uint32_t id, uint64_t off, uint64
 }
 
 /* The members of epoch e as copy id records them (the epoch its move came
- * from in *fromp, when given; 0: not known); every listed peer when it records none for e (a
- * table from before members were kept: then only all of them answering
- * shows that no copy is newer). */
+ * from in *fromp, when given; 0: not known); every listed peer when it
+ * records none for e (a table from before members were kept: then only all
+ * of them answering shows that no copy is newer). */
 static int members_read(struct rp_poolset *ps, uint32_t id, uint64_t e, struct home_set *s,
 			bool *recorded, int64_t *rauth, uint64_t *fromp)
 {
