@@ -18,6 +18,8 @@ uint64_t rp_boot_ms(void);
 uint64_t rp_now_ns(void);
 /* Wall clock in nanoseconds since the epoch. */
 uint64_t rp_wall_ns(void);
+/* Sleep ms milliseconds (a signal may cut it short). */
+void rp_sleep_ms(uint32_t ms);
 
 /* Fill buf with cryptographically random bytes (getrandom). */
 int rp_random_bytes(void *buf, size_t len);

@@ -24,6 +24,12 @@ uint64_t rp_now_ms(void)
 	return rp_now_ns() / 1000000ull;
 }
 
+void rp_sleep_ms(uint32_t ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 uint64_t rp_boot_ms(void)
 {
 	struct timespec ts;

@@ -36,7 +36,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define HOME_EPOCH_OFF (RP_HOME_OFFSET + VOL_HOME_EPOCH_OFF)
@@ -487,12 +486,6 @@ static void claim_release(struct rp_poolset *ps, const struct home_claims *c)
 			    &old);
 }
 
-static void pause_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, ms % 1000 * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 /* Record the move to TAG_EPOCH(tag) on claimed copy id and move it from e
  * (a joining copy: record only), trying again what fails at once (a reset
  * connection) within the operation timeout: a move left short is not
@@ -504,12 +497,12 @@ static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const stru
 	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, old, next = TAG_EPOCH(tag);
 	int rc;
 	while ((rc = members_write(ps, id, tag, e, keep, auth)) < 0 && rp_now_ms() < deadline)
-		pause_ms(50);
+		rp_sleep_ms(50);
 	if (rc < 0 || joining)
 		return rc == 0; /* (a late body has a tag no one reads: harmless) */
 	while ((rc = rp_pool_cas(ps, id, HOME_EPOCH_OFF, e, next, &old)) < 0 &&
 	       rp_now_ms() < deadline)
-		pause_ms(50);
+		rp_sleep_ms(50);
 	/* (at next already: a try that timed out landed; claimed: ours) */
 	return rc < 0 ? -1 : old == e || old == next;
 }
@@ -754,7 +747,7 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 		    (!v->stray.n || rp_now_ms() - since >= ps->op_timeout_ms) &&
 		    rp_now_ms() < deadline && (drc = home_drop_missing(ps, v)) >= 0) {
 			if (drc)
-				pause_ms(10); /* (raced: let the other finish) */
+				rp_sleep_ms(10); /* (raced: let the other finish) */
 			continue;
 		}
 		if (rp_now_ms() >= deadline && ps->home_force) {
@@ -768,8 +761,7 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 		}
 		for (uint32_t i = 0; i < v->missing.n; i++)
 			rp_pool_ensure(ps, v->missing.id[i]); /* reconnect, if it is back */
-		struct timespec ts = { 0, QUORUM_POLL_MS * 1000000L };
-		nanosleep(&ts, NULL);
+		rp_sleep_ms(QUORUM_POLL_MS);
 	}
 	if (rc == 0) {
 		*auth = v->auth;
@@ -898,8 +890,7 @@ static int copy_transition(struct rp_poolset *ps, uint32_t auth, uint32_t id,
 			return rc;
 		if (rp_now_ms() >= deadline)
 			break;
-		struct timespec ts = { 0, 1000000L };
-		nanosleep(&ts, NULL);
+		rp_sleep_ms(1);
 	}
 	/* the authority's word, read after the copy's: never older than it
 	 * (the authority takes every transition first), so the roll goes

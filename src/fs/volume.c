@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SLOT_SIZE 512
@@ -219,12 +218,6 @@ static void read_holder(struct rp_poolset *ps, int slot, char *out, size_t len)
 	snprintf(out, len, "%s", h);
 }
 
-static void sleep_ms(uint32_t ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 /* Watch a held lease word: 1 when it moves (holder alive), 0 when it stays
  * put for the expiry time (holder gone). */
 static int watch(struct rp_poolset *ps, int slot, uint64_t v, uint32_t period_ms)
@@ -232,7 +225,7 @@ static int watch(struct rp_poolset *ps, int slot, uint64_t v, uint32_t period_ms
 	uint64_t deadline = rp_now_ms() + (uint64_t)period_ms * LEASE_EXPIRY_PERIODS;
 	while (rp_now_ms() < deadline) {
 		uint64_t now_v;
-		sleep_ms(period_ms / 2 ? period_ms / 2 : 1);
+		rp_sleep_ms(period_ms / 2 ? period_ms / 2 : 1);
 		int rc = read_word(ps, slot, &now_v);
 		if (rc < 0)
 			return rc;
@@ -271,7 +264,7 @@ static int lease_wait(struct rp_poolset *ps, int slot, uint64_t *v, uint32_t per
 			   last_change != start) {
 			return SEEN_LIVE;
 		}
-		sleep_ms(period_ms / 4 ? period_ms / 4 : 1);
+		rp_sleep_ms(period_ms / 4 ? period_ms / 4 : 1);
 		uint64_t nv;
 		int rc = read_word(ps, slot, &nv);
 		if (rc < 0)
