@@ -30,7 +30,10 @@ int fs_writable(struct rp_fs *fs)
 		return -EROFS;
 	if (atomic_load(&fs->lease_lost))
 		return -EIO; /* another mounter may own the volume now */
-	return 0;
+	/* a change is accepted only under a fresh lease: a daemon back from a
+	 * stall renews first, and so learns of a takeover before it says yes
+	 * to a change that could never land (no lock may be held here) */
+	return lease_guard(fs);
 }
 
 struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino)
