@@ -33,7 +33,10 @@ static inline int helper_tcp_dial(const struct rp_peer *p, int timeout_s)
 	return fd;
 }
 
-static inline struct rp_poolset *helper_open(const char *cluster_file, struct rp_cluster **cl)
+/* Open the cluster's pools (flags: rp_poolset_open's, e.g. RP_POOLSET_ALLOW_DOWN
+ * for a helper that plays a mounter); exit(1) with the reason on failure. */
+static inline struct rp_poolset *helper_open_flags(const char *cluster_file, int flags,
+						   struct rp_cluster **cl)
 {
 	uint8_t secret[RP_SECRET_MAX];
 	size_t slen;
@@ -42,12 +45,17 @@ static inline struct rp_poolset *helper_open(const char *cluster_file, struct rp
 	*cl = NULL;
 	if (rp_cluster_load(cluster_file, cl, err, sizeof(err)) < 0 ||
 	    rp_cluster_load_secret(*cl, secret, &slen, err, sizeof(err)) < 0 ||
-	    rp_poolset_open(*cl, secret, slen, 0, &ps, err, sizeof(err)) < 0) {
+	    rp_poolset_open(*cl, secret, slen, flags, &ps, err, sizeof(err)) < 0) {
 		fprintf(stderr, "helper: %s\n", err);
 		rp_cluster_free(*cl);
 		exit(1);
 	}
 	return ps;
+}
+
+static inline struct rp_poolset *helper_open(const char *cluster_file, struct rp_cluster **cl)
+{
+	return helper_open_flags(cluster_file, 0, cl);
 }
 
 #endif

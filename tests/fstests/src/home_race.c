@@ -155,7 +155,10 @@ int main(int argc, char **argv)
 				"MEMBER... | claim PEER...\n");
 		return 2;
 	}
-	struct rp_poolset *ps = helper_open(argv[1], &cl);
+	/* a racer starts as a mount does, with a pool down if one is (seed
+	 * 476631 stopped one at t=0: every racer quit at its connect) */
+	bool racer = strcmp(argv[2], "run") == 0;
+	struct rp_poolset *ps = helper_open_flags(argv[1], racer ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
 	int rc = home_init(ps);
 	if (rc < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
