@@ -22,7 +22,7 @@ struct rp_pool {
 	struct rp_peer peer;
 	struct rp_conn *conn;      /* NULL when unreachable */
 	struct rp_pool_sb sb;
-	int error;                 /* why unusable: negative errno, 0 = up */
+	_Atomic int error;         /* why unusable: negative errno, 0 = up (read unlocked) */
 	char err[320];
 	pthread_mutex_t mu;
 	uint64_t cursor;           /* next bitmap word this client looks at */

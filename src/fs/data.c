@@ -771,7 +771,7 @@ int rp_fs_fallocate(struct rp_fs *fs, uint64_t ino, unsigned mode, uint64_t off,
 	const unsigned known = RP_FALLOC_KEEP_SIZE | RP_FALLOC_PUNCH_HOLE | RP_FALLOC_ZERO_RANGE;
 	int rc;
 
-	if ((rc = fs_writable(fs)))
+	if ((rc = fs_may_change(fs)))
 		return rc;
 	if (mode & ~known)
 		return -EOPNOTSUPP;

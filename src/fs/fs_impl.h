@@ -503,7 +503,10 @@ struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino);
 void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in);
 void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r);
 struct timespec fs_now(void);
+/* 0, or why this mount may not change the volume (EROFS; EIO once fenced) */
 int fs_writable(struct rp_fs *fs);
+/* fs_writable, and the lease fresh (renewed first if old): before a change */
+int fs_may_change(struct rp_fs *fs);
 
 /* follow.c: a read-only mount following the writer's log */
 void follow_step(struct rp_fs *fs);

@@ -30,10 +30,16 @@ int fs_writable(struct rp_fs *fs)
 		return -EROFS;
 	if (atomic_load(&fs->lease_lost))
 		return -EIO; /* another mounter may own the volume now */
-	/* a change is accepted only under a fresh lease: a daemon back from a
+	return 0;
+}
+
+int fs_may_change(struct rp_fs *fs)
+{
+	int rc = fs_writable(fs);
+	/* a change starts only under a fresh lease: a daemon back from a
 	 * stall renews first, and so learns of a takeover before it says yes
 	 * to a change that could never land (no lock may be held here) */
-	return lease_guard(fs);
+	return rc < 0 ? rc : lease_guard(fs);
 }
 
 struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino)
@@ -273,7 +279,7 @@ int rp_fs_setattr(struct rp_fs *fs, uint64_t ino, const struct rp_setattr *sa, i
 	struct txn t = { .n = 0 };
 	int rc;
 
-	if ((rc = fs_writable(fs)))
+	if ((rc = fs_may_change(fs)))
 		return rc;
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in = fs_inode(fs, ino);
@@ -326,7 +332,7 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 	struct txn t = { .n = 0 };
 	int rc;
 
-	if ((rc = fs_writable(fs)) || (rc = check_name(name)))
+	if ((rc = fs_may_change(fs)) || (rc = check_name(name)))
 		return rc;
 	if (target && strlen(target) > RP_SYMLINK_MAX)
 		return -ENAMETOOLONG;
@@ -427,7 +433,7 @@ int rp_fs_link(struct rp_fs *fs, uint64_t ino, uint64_t newparent, const char *n
 	struct txn t = { .n = 0 };
 	int rc;
 
-	if ((rc = fs_writable(fs)) || (rc = check_name(newname)))
+	if ((rc = fs_may_change(fs)) || (rc = check_name(newname)))
 		return rc;
 	space_wait(fs, 0);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
@@ -478,7 +484,7 @@ static int remove_entry(struct rp_fs *fs, uint64_t parent, const char *name, boo
 	struct txn t = { .n = 0 };
 	int rc;
 
-	if ((rc = fs_writable(fs)) || (rc = check_name(name)))
+	if ((rc = fs_may_change(fs)) || (rc = check_name(name)))
 		return rc;
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	if ((rc = get_dir(fs, parent, &p)))
@@ -550,7 +556,7 @@ int rp_fs_rename(struct rp_fs *fs, uint64_t parent, const char *name, uint64_t n
 	struct txn t = { .n = 0 };
 	int rc;
 
-	if ((rc = fs_writable(fs)) || (rc = check_name(name)) || (rc = check_name(newname)))
+	if ((rc = fs_may_change(fs)) || (rc = check_name(name)) || (rc = check_name(newname)))
 		return rc;
 	if ((flags & RP_RENAME_EXCHANGE) && (flags & RP_RENAME_NOREPLACE))
 		return -EINVAL;
@@ -662,7 +668,7 @@ int rp_fs_open(struct rp_fs *fs, uint64_t ino, int flags)
 	/* O_TRUNC (even with O_RDONLY, as Linux does) empties a regular file and
 	 * always marks mtime and ctime, like open(2) on a local filesystem */
 	if (rc == 0 && (flags & O_TRUNC) && reg) {
-		rc = fs_writable(fs);
+		rc = fs_may_change(fs);
 		if (rc == 0)
 			rc = truncate_file(fs, in, 0);
 		if (rc < 0)
@@ -766,7 +772,7 @@ int rp_fs_setxattr(struct rp_fs *fs, uint64_t ino, const char *name, const void 
 {
 	struct txn t = { .n = 0 };
 	int rc;
-	if ((rc = fs_writable(fs)) || (rc = xattr_name_ok(name)))
+	if ((rc = fs_may_change(fs)) || (rc = xattr_name_ok(name)))
 		return rc;
 	if (size > RP_XATTR_VALUE_MAX)
 		return -E2BIG;
@@ -859,7 +865,7 @@ int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name)
 {
 	struct txn t = { .n = 0 };
 	int rc;
-	if ((rc = fs_writable(fs)) || (rc = xattr_name_ok(name)))
+	if ((rc = fs_may_change(fs)) || (rc = xattr_name_ok(name)))
 		return rc == -EOPNOTSUPP ? -ENODATA : rc;
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_inode *in = fs_inode(fs, ino);

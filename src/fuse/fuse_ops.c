@@ -225,7 +225,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
 	int rc = rp_fs_mknod(FS(req), parent, name, S_IFREG | (mode & 07777), 0, &c, &a);
-	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags)) < 0) {
+	/* (O_TRUNC of the file just made would only wait for the lease again) */
+	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags & ~O_TRUNC)) < 0) {
 		/* the create failed as a whole: the kernel never learns of the
 		 * name, so it goes too (and the inode with its last lookup) */
 		rp_fs_unlink(FS(req), parent, name);
