@@ -166,6 +166,14 @@ ssize_t rp_fs_getxattr(struct rp_fs *fs, uint64_t ino, const char *name, void *v
 ssize_t rp_fs_listxattr(struct rp_fs *fs, uint64_t ino, char *list, size_t size);
 int rp_fs_removexattr(struct rp_fs *fs, uint64_t ino, const char *name);
 
+/* Requests the kernel sends again after a supervised restart (rdmapool(7),
+ * "Requests sent again"). The FUSE layer names the request this thread
+ * serves (conn 0: none, or not to be recorded); a namespace change
+ * committed meanwhile logs that name. A request sent again whose name was
+ * logged is done: answer it from the state, do not carry it out again. */
+void rp_fs_request_set(uint64_t conn, uint64_t unique);
+bool rp_fs_request_done(struct rp_fs *fs, uint64_t conn, uint64_t unique);
+
 int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st);
 /* Flush the metadata log now. */
 int rp_fs_sync(struct rp_fs *fs);

@@ -123,6 +123,7 @@ enum rp_rec_type {
 	REC_LINK = 10,      /* the stream continues in another segment */
 	REC_NEXT_INO = 11,
 	REC_POOL = 12,      /* a pool the volume uses: peer id (ext.pool), uuid (value) */
+	REC_REQ = 13,       /* the request a change answers: connection (ino), number (ino2) */
 };
 #define REC_HDR 32
 #define REC_MAGIC 0x5250u
@@ -131,7 +132,8 @@ enum rp_rec_type {
 struct rp_rec {
 	uint8_t type, flags;
 	uint64_t seq;
-	uint64_t ino, ino2;      /* ATTR/EXT/XATTR/SYMLINK/INODE_DEL: ino; DIRENT: parent, ino */
+	uint64_t ino, ino2;      /* ATTR/EXT/XATTR/SYMLINK/INODE_DEL: ino; DIRENT: parent, ino;
+				  * REQ: connection, request number */
 	/* ATTR */
 	uint32_t mode, uid, gid, nlink;
 	uint64_t size, rdev, gen;
@@ -380,6 +382,8 @@ struct rp_bufpool {
 	size_t size;
 };
 
+#define FS_REQS_KEPT 256 /* far more than requests a daemon serves at once */
+
 struct rp_fs {
 	struct rp_poolset *ps;
 	bool ro;
@@ -411,6 +415,12 @@ struct rp_fs {
 	uint32_t log_segments_at_ckpt;
 	struct rp_bufpool bufs;
 	struct rp_buf *zero;     /* registered zeros for filling new blocks */
+	/* the names of the last requests whose changes are logged
+	 * (requests.c; under mu) */
+	struct rp_reqname {
+		uint64_t conn, unique;
+	} reqs[FS_REQS_KEPT];
+	unsigned reqs_next;
 	pthread_mutex_t div_mu;        /* guards div (diverged.c) */
 	struct rp_diverged *div;       /* file ranges whose copies may differ */
 	size_t ndiv, capdiv;
@@ -566,6 +576,14 @@ void rebuild_poll(struct rp_fs *fs);
 struct rp_diverged {
 	uint64_t ino, off, len;
 };
+/* requests.c, with fs->mu held: the REQ record of the request this thread
+ * serves (false: none, or not recorded), and one applied (replay, commit) */
+bool fs_request_rec(struct rp_rec *r);
+void fs_request_note(struct rp_fs *fs, uint64_t conn, uint64_t unique);
+/* The kept names as REQ records, for a checkpoint's image. */
+int fs_requests_write(struct rp_fs *fs, int (*put)(struct rp_fs *, struct rp_logw *,
+						   struct rp_rec *), struct rp_logw *w);
+
 void diverged_init(struct rp_fs *fs);
 void diverged_fini(struct rp_fs *fs);
 void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len);

@@ -67,13 +67,19 @@ void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r)
 int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 {
 	struct rp_logmark m;
+	struct rp_rec req;
+	bool named = fs_request_rec(&req); /* the request this change answers */
 	int rc = 0;
 
 	for (int attempt = 0;; attempt++) {
 		log_mark(&fs->log, &m);
 		for (size_t i = 0; i < n && rc == 0; i++) {
-			recs[i].flags = i + 1 == n ? REC_F_END : 0;
+			recs[i].flags = i + 1 == n && !named ? REC_F_END : 0;
 			rc = log_append(fs, &fs->log, &recs[i]);
+		}
+		if (rc == 0 && named) {
+			req.flags = REC_F_END;
+			rc = log_append(fs, &fs->log, &req);
 		}
 		if (rc == 0)
 			break;
@@ -95,6 +101,8 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 			rc = -EIO;
 		}
 	}
+	if (named)
+		fs_request_note(fs, req.ino, req.ino2);
 	if (fs->log.pend_bytes >= 256 * 1024) {
 		int frc = log_flush(fs, &fs->log);
 		if (frc < 0 && rc == 0)

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "fuse_ops.h"
 #include "dio_inval.h"
+#include "resend.h"
 
 #include <rdmapool/fs.h>
 
@@ -153,41 +154,77 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, buf);
 }
 
+/* A change that made a name, sent again after its daemon logged it and
+ * died: answered with the entry the name now leads to (rdmapool(7),
+ * "Requests sent again"). */
+static bool entry_made_before(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct rp_attr a;
+	if (!rp_resend_done(FS(req)))
+		return false;
+	reply_entry(req, rp_fs_lookup(FS(req), parent, name, &a), &a);
+	return true;
+}
+
+/* The change just carried out (rc), answered; name: the one it made,
+ * removed or renamed to. */
+static void reply_made(fuse_req_t req, int rc, const char *name, const struct rp_attr *a)
+{
+	rp_resend_test_crash(FS(req), rc, name);
+	reply_entry(req, rc, a);
+}
+
+static void reply_changed(fuse_req_t req, int rc, const char *name)
+{
+	rp_resend_test_crash(FS(req), rc, name);
+	reply_err(req, -rc);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
-	reply_entry(req, rp_fs_mknod(FS(req), parent, name, mode, rdev, &c, &a), &a);
+	if (!entry_made_before(req, parent, name))
+		reply_made(req, rp_fs_mknod(FS(req), parent, name, mode, rdev, &c, &a), name, &a);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
-	reply_entry(req, rp_fs_mkdir(FS(req), parent, name, mode, &c, &a), &a);
+	if (!entry_made_before(req, parent, name))
+		reply_made(req, rp_fs_mkdir(FS(req), parent, name, mode, &c, &a), name, &a);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
-	reply_entry(req, rp_fs_symlink(FS(req), parent, name, link, &c, &a), &a);
+	if (!entry_made_before(req, parent, name))
+		reply_made(req, rp_fs_symlink(FS(req), parent, name, link, &c, &a), name, &a);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct rp_attr a;
-	reply_entry(req, rp_fs_link(FS(req), ino, newparent, newname, &a), &a);
+	if (!entry_made_before(req, newparent, newname))
+		reply_made(req, rp_fs_link(FS(req), ino, newparent, newname, &a), newname, &a);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, -rp_fs_unlink(FS(req), parent, name));
+	if (rp_resend_done(FS(req)))
+		reply_err(req, 0);
+	else
+		reply_changed(req, rp_fs_unlink(FS(req), parent, name), name);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	reply_err(req, -rp_fs_rmdir(FS(req), parent, name));
+	if (rp_resend_done(FS(req)))
+		reply_err(req, 0);
+	else
+		reply_changed(req, rp_fs_rmdir(FS(req), parent, name), name);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -202,7 +239,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		reply_err(req, EINVAL);
 		return;
 	}
-	reply_err(req, -rp_fs_rename(FS(req), parent, name, newparent, newname, f));
+	if (rp_resend_done(FS(req)))
+		reply_err(req, 0);
+	else
+		reply_changed(req, rp_fs_rename(FS(req), parent, name, newparent, newname, f),
+			      newname);
 }
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -224,7 +265,12 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 {
 	struct rp_attr a;
 	struct rp_cred c = cred(req);
-	int rc = rp_fs_mknod(FS(req), parent, name, S_IFREG | (mode & 07777), 0, &c, &a);
+	/* sent again after its daemon logged it: the file it made is opened */
+	bool made_before = rp_resend_done(FS(req));
+	int rc = made_before ? rp_fs_lookup(FS(req), parent, name, &a)
+			     : rp_fs_mknod(FS(req), parent, name, S_IFREG | (mode & 07777), 0, &c, &a);
+	if (!made_before)
+		rp_resend_test_crash(FS(req), rc, name);
 	/* (O_TRUNC of the file just made would only wait for the lease again) */
 	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags & ~O_TRUNC)) < 0) {
 		/* the create failed as a whole: the kernel never learns of the

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "fuse_ops.h"
 #include "dio_inval.h"
+#include "resend.h"
 #include "supervisor.h"
 
 #include <rdmapool/cluster.h>
@@ -330,7 +331,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 	struct rp_metrics_server *metrics = NULL;
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len;
-	char err[1024], where[64];
+	char err[1024];
 	pthread_t inval;
 	bool invalidating = false;
 	int rc = 1;
@@ -373,9 +374,11 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 	if (rp_dio_inval_start(se) < 0)
 		rp_warn("no thread for O_DIRECT page invalidations: buffered reads racing AIO "
 			"O_DIRECT writes may see old bytes");
-	snprintf(where, sizeof(where), "/dev/fd/%d", child ? child->fuse_fd : -1);
+	/* a supervised daemon serves the supervisor's descriptor, reading it
+	 * itself to see which requests the kernel sends again (resend.h) */
 	if (fuse_set_signal_handlers(se) != 0 ||
-	    fuse_session_mount(se, child ? where : o->mountpoint) != 0 ||
+	    (child ? rp_resend_attach(se, child->fuse_fd, child->conn)
+		   : fuse_session_mount(se, o->mountpoint)) != 0 ||
 	    (child && sup_child_init(child, se) < 0)) {
 		snprintf(err, sizeof(err), "cannot mount at %s", o->mountpoint);
 		report(0, err);

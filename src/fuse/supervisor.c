@@ -36,6 +36,7 @@
 #define ENV_READY "RDMAPOOLFS_READY_FD"
 #define ENV_INIT "RDMAPOOLFS_INIT"
 #define ENV_LEASE "RDMAPOOLFS_DEAD_LEASE"
+#define ENV_CONN "RDMAPOOLFS_CONN" /* names the mount's requests (resend.h) */
 #define CRASH_WINDOW_MS 10000
 #define CRASH_MAX 3 /* deaths within the window before the mount is given up */
 #define HANDOVER_TIMEOUT_MS 60000
@@ -79,18 +80,21 @@ bool sup_child_env(struct sup_child *c)
 		return false;
 	c->state_fd = env_int(ENV_STATE);
 	c->ready_fd = env_int(ENV_READY);
-	const char *init = getenv(ENV_INIT), *lease = getenv(ENV_LEASE);
+	const char *init = getenv(ENV_INIT), *lease = getenv(ENV_LEASE), *conn = getenv(ENV_CONN);
 	if (init)
 		c->init_len = hex_decode(init, c->init, sizeof(c->init));
 	c->restart = c->init_len > 0;
 	if (lease)
 		c->dead_lease = strtoull(lease, NULL, 16);
+	if (conn)
+		c->conn = strtoull(conn, NULL, 16);
 	/* not for whatever this process starts */
 	unsetenv(ENV_FD);
 	unsetenv(ENV_STATE);
 	unsetenv(ENV_READY);
 	unsetenv(ENV_INIT);
 	unsetenv(ENV_LEASE);
+	unsetenv(ENV_CONN);
 	fcntl(c->fuse_fd, F_SETFD, FD_CLOEXEC);
 	if (c->state_fd >= 0)
 		fcntl(c->state_fd, F_SETFD, FD_CLOEXEC);
@@ -170,6 +174,7 @@ struct sup {
 	bool serving, stopping, restarting;
 	char init_hex[2 * SUP_INIT_MAX + 1];
 	uint64_t lease;
+	uint64_t conn;           /* drawn once per mount: the children's request names */
 	char line[4096];         /* from the child, not yet a whole line */
 	size_t line_len;
 	int waiter;              /* a --restart request waiting for "ready" */
@@ -228,6 +233,8 @@ static int spawn(struct sup *s, uint64_t dead_lease)
 			snprintf(v, sizeof(v), "%llx", (unsigned long long)dead_lease);
 			setenv(ENV_LEASE, v, 1);
 		}
+		snprintf(v, sizeof(v), "%llx", (unsigned long long)s->conn);
+		setenv(ENV_CONN, v, 1);
 		execv(s->exe, s->argv);
 		fprintf(stderr, "rdmapoolfs: supervisor: cannot run %s: %s\n", s->exe, strerror(errno));
 		_exit(127);
@@ -474,6 +481,9 @@ int sup_run(char **argv, struct fuse_args *args, const char *mountpoint, int rea
 		*del = '\0';
 	if (pipe2(s.sig, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
+	while (!s.conn && rp_random_bytes(&s.conn, sizeof(s.conn)) == 0) {
+		/* 0 names no connection: draw again */
+	}
 	setup_signals(&s);
 	s.se = fuse_session_new(args, &none, sizeof(none), NULL);
 	if (!s.se || fuse_session_mount(s.se, mountpoint) != 0) {

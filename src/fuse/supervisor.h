@@ -25,6 +25,7 @@ struct sup_child {
 	int ready_fd;    /* first child: the mount command waits on it; else -1 */
 	bool restart;    /* the kernel has used this mount before */
 	uint64_t dead_lease;
+	uint64_t conn;   /* the mount's connection, for request names (resend.h) */
 	uint8_t init[SUP_INIT_MAX]; /* the kernel's INIT request, to replay */
 	size_t init_len;
 };
