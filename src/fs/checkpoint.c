@@ -51,9 +51,6 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 		if ((rc = put(fs, w, &r)) < 0)
 			return rc;
 	}
-	/* the requests whose changes are done, for one the kernel sends again */
-	if ((rc = fs_requests_write(fs, put, w)) < 0)
-		return rc;
 	/* every inode first, so that directory entries find their targets */
 	for (size_t b = 0; b < fs->it.nb; b++) {
 		for (struct rp_inode *in = fs->it.b[b]; in; in = in->hnext) {
@@ -112,6 +109,12 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 			}
 		}
 	}
+	/* last, so that a binary from before these records (which takes the
+	 * first for the end of the log) still finds the namespace: the
+	 * requests whose changes are done, for one the kernel sends again, and
+	 * the write intent */
+	if ((rc = fs_requests_write(fs, put, w)) < 0 || (rc = intent_write_image(fs, put, w)) < 0)
+		return rc;
 	return log_flush(fs, w);
 }
 

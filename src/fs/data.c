@@ -527,6 +527,7 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	size_t nruns = 0;
 	struct rp_buf *b = NULL;
 	struct zeroes z = { .n = 0 };
+	bool intended = false;
 	int rc;
 
 	struct rp_inode *in;
@@ -547,6 +548,16 @@ ssize_t rp_fs_write(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len, co
 	}
 	if ((rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns)) < 0)
 		goto out;
+	/* blocks the log maps already are overwritten in place: a crash in
+	 * the middle may leave their copies different (intent.c) */
+	uint64_t fresh = 0;
+	for (size_t r = 0; r < nruns; r++)
+		fresh += runs[r].count;
+	if (fresh < (off + len + B - 1) / B - off / B) {
+		if ((rc = intent_begin(fs, ino, off, len, false)) < 0)
+			goto out;
+		intended = true;
+	}
 	if ((rc = zero_new(fs, runs, nruns, off, off + len, &z)) < 0)
 		goto out;
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
@@ -610,6 +621,8 @@ out:
 		rp_mutex_unlock(&fs->mu);
 		diverged_note(fs, ino, from, off + len - from);
 	}
+	if (intended)
+		intent_end(fs, ino, off, len, rc);
 	if (rc < 0) {
 		if (rc != -ENOSPC && rc != -EFBIG)
 			rp_warn("write of inode %llu at %llu: %s", (unsigned long long)ino,
@@ -625,18 +638,20 @@ out:
 static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uint64_t to)
 {
 	struct piece ps[64];
-	while (from < to) {
+	const uint64_t start = from;
+	int rc = from < to ? intent_begin(fs, in->ino, from, to - from, true) : 0;
+	if (rc < 0)
+		return rc;
+	while (from < to && rc == 0) {
 		size_t n = map_pieces(fs, in, from, to - from, ps, 64);
-		for (size_t i = 0; i < n; i++) {
-			if (ps[i].pool < 0)
-				continue;
-			int rc = fs_zero_range(fs, (uint32_t)ps[i].pool, ps[i].poff, ps[i].len);
-			if (rc < 0)
-				return rc;
-		}
+		for (size_t i = 0; i < n && rc == 0; i++)
+			if (ps[i].pool >= 0)
+				rc = fs_zero_range(fs, (uint32_t)ps[i].pool, ps[i].poff, ps[i].len);
 		from = ps[n - 1].fpos + ps[n - 1].len;
 	}
-	return 0;
+	if (start < to)
+		intent_end(fs, in->ino, start, to - start, rc);
+	return rc;
 }
 
 /* Bytes past the end of a file in its last block may be stale: truncation

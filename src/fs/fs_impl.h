@@ -124,6 +124,7 @@ enum rp_rec_type {
 	REC_NEXT_INO = 11,
 	REC_POOL = 12,      /* a pool the volume uses: peer id (ext.pool), uuid (value) */
 	REC_REQ = 13,       /* the request a change answers: connection (ino), number (ino2) */
+	REC_INTENT = 14,    /* write intent: a word of buckets (fblock), its value (count) */
 };
 #define REC_HDR 32
 #define REC_MAGIC 0x5250u
@@ -383,6 +384,20 @@ struct rp_bufpool {
 };
 
 #define FS_REQS_KEPT 256 /* far more than requests a daemon serves at once */
+#define INTENT_BUCKETS 4096
+#define INTENT_CHUNK_SHIFT 22 /* 4 MiB of a file per chunk */
+#define INTENT_CHUNK_BYTES (1ull << INTENT_CHUNK_SHIFT)
+#define INTENT_WORDS (INTENT_BUCKETS / 64)
+
+/* Which parts of files a replicated volume's writer may be overwriting in
+ * place (intent.c). */
+struct rp_intent {
+	_Atomic uint64_t set[INTENT_WORDS];     /* durable in the log */
+	_Atomic uint64_t touched[INTENT_WORDS]; /* written since the last clearing */
+	_Atomic uint64_t sticky[INTENT_WORDS];  /* a write failed: set until the next mount */
+	_Atomic uint32_t busy[INTENT_BUCKETS];  /* in-place writes under way */
+	bool known;                             /* the replayed log kept intents */
+};
 
 struct rp_fs {
 	struct rp_poolset *ps;
@@ -421,6 +436,7 @@ struct rp_fs {
 		uint64_t conn, unique;
 	} reqs[FS_REQS_KEPT];
 	unsigned reqs_next;
+	struct rp_intent intent;
 	pthread_mutex_t div_mu;        /* guards div (diverged.c) */
 	struct rp_diverged *div;       /* file ranges whose copies may differ */
 	size_t ndiv, capdiv;
@@ -557,6 +573,9 @@ void space_wait(struct rp_fs *fs, uint64_t want);
  * may have reached some copies only: make every current copy the same as
  * the first (fs->mu held, before serving). */
 int copies_resync(struct rp_fs *fs);
+/* Only the chunks the last writer's intent names, and (with_log: after a
+ * takeover) the log and the blocks on their way. */
+int copies_resync_dirty(struct rp_fs *fs, bool with_log);
 /* One extent: the first current copy onto the other current ones; buf
  * holds COPY_CHUNK bytes. A copy that cannot be written is recorded stale
  * (or, when it cannot be, the error is returned). */
@@ -583,6 +602,21 @@ void fs_request_note(struct rp_fs *fs, uint64_t conn, uint64_t unique);
 /* The kept names as REQ records, for a checkpoint's image. */
 int fs_requests_write(struct rp_fs *fs, int (*put)(struct rp_fs *, struct rp_logw *,
 						   struct rp_rec *), struct rp_logw *w);
+
+/* intent.c: before an in-place write of [off, off+len) of ino, its buckets
+ * durable (mu_held: the caller holds fs->mu); after it, rc its outcome. */
+int intent_begin(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len, bool mu_held);
+void intent_end(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len, int rc);
+/* With fs->mu held: the background thread's clearing; replay; the image. */
+void intent_clear_idle(struct rp_fs *fs);
+void intent_apply(struct rp_fs *fs, const struct rp_rec *r);
+int intent_write_image(struct rp_fs *fs, int (*put)(struct rp_fs *, struct rp_logw *,
+						     struct rp_rec *), struct rp_logw *w);
+/* After replay: may some copies differ, and where (chunks of files)? */
+bool intent_any(struct rp_fs *fs);
+bool intent_dirty(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len);
+/* The copies were made the same: nothing may differ now. */
+void intent_reset(struct rp_fs *fs);
 
 void diverged_init(struct rp_fs *fs);
 void diverged_fini(struct rp_fs *fs);

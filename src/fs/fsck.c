@@ -116,11 +116,18 @@ static void compare_copies(struct fsck *f, const struct rp_extent *e, const char
 		if (first < 0) {
 			first = (int)k;
 		} else if (memcmp(a, b, len) != 0) {
+			/* with --repair (every lease held) the first copy wins, as in
+			 * a takeover's resync */
+			int wrc = f->repair ? rp_pool_write(f->ps, m[k], rp_replica_offset(f->ps, e->pool, m[k],
+					rp_block_offset(sb, e->block)), a, len) : -1;
 			fprintf(f->out, "volume \"%s\": the copies of the %s of inode %llu on peers "
-				"%u and %u differ (blocks %llu+%u)\n", f->vol, what,
+				"%u and %u differ (blocks %llu+%u)%s%s\n", f->vol, what,
 				(unsigned long long)ino, m[first], m[k], (unsigned long long)e->block,
-				e->count);
-			f->rep->errors++;
+				e->count, !f->repair ? "" : wrc == 0 ? ": made the same from the first"
+				: ": could not be made the same: ", !f->repair || wrc == 0 ? ""
+				: strerror(-wrc));
+			if (wrc < 0)
+				f->rep->errors++;
 		}
 	}
 	free(a);

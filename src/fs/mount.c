@@ -336,6 +336,7 @@ static void *bg_main(void *arg)
 			 * not on every tick */
 			if (now >= fs->ckpt_retry_ms && checkpoint_worthwhile(fs) && checkpoint(fs) < 0)
 				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
+			intent_clear_idle(fs); /* after diverged_resync: failed writes' stay */
 			held_release(fs); /* readers that moved on since the last flush */
 		}
 		rp_mutex_unlock(&fs->mu);
@@ -343,6 +344,23 @@ static void *bg_main(void *arg)
 	}
 	rp_mutex_unlock(&fs->bg_mu);
 	return NULL;
+}
+
+/* Copies a writer that stopped in the middle of writes may have left
+ * different are made the same before we serve: the chunks its write intent
+ * names, or, if its log kept none (an older writer), everything. */
+static int copies_after_crash(struct rp_fs *fs)
+{
+	if (!rp_poolset_replicated(fs->ps))
+		return 0;
+	int rc = 0;
+	if (fs->lease.took_over && !fs->intent.known)
+		rc = copies_resync(fs);
+	else if (intent_any(fs) || fs->lease.took_over)
+		rc = copies_resync_dirty(fs, fs->lease.took_over);
+	if (rc == 0)
+		intent_reset(fs); /* the new log starts with none */
+	return rc;
 }
 
 /* Read-write: take the lease, replay, and continue in a new epoch (a
@@ -393,7 +411,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 	atomic_store(&fs->log_segments, fs->log.segs.n);
 	space_refresh(fs);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	rc = fs->lease.took_over && rp_poolset_replicated(fs->ps) ? copies_resync(fs) : 0;
+	rc = copies_after_crash(fs);
 	if (rc == 0)
 		rc = checkpoint(fs);
 	if (rc == 0) {

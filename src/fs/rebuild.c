@@ -150,18 +150,11 @@ static int copy_extent(struct rebuild *r, const struct rp_extent *e)
 
 /* Every extent the volume holds: file data, log segments, the log's spare,
  * frees still held for read-only mounts and blocks claimed ahead. */
-static int each_extent(struct rp_fs *fs, int (*fn)(struct rebuild *, const struct rp_extent *),
-		       struct rebuild *r)
+/* Every extent that is not a file's: the log, and blocks on their way. */
+static int each_other_extent(struct rp_fs *fs,
+			     int (*fn)(struct rebuild *, const struct rp_extent *), struct rebuild *r)
 {
 	int rc = 0;
-	for (size_t b = 0; b < fs->it.nb; b++)
-		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
-			for (size_t i = 0; i < in->map.n && rc == 0; i++) {
-				struct rp_extent e = { .pool = in->map.v[i].pool,
-						       .block = in->map.v[i].pblock,
-						       .count = in->map.v[i].count };
-				rc = fn(r, &e);
-			}
 	for (size_t i = 0; i < fs->log.segs.n && rc == 0; i++)
 		rc = fn(r, &fs->log.segs.v[i]);
 	if (rc == 0 && fs->log.have_spare)
@@ -174,6 +167,21 @@ static int each_extent(struct rp_fs *fs, int (*fn)(struct rebuild *, const struc
 		if (fs->prealloc[i].count)
 			rc = fn(r, &fs->prealloc[i]);
 	return rc;
+}
+
+static int each_extent(struct rp_fs *fs, int (*fn)(struct rebuild *, const struct rp_extent *),
+		       struct rebuild *r)
+{
+	int rc = 0;
+	for (size_t b = 0; b < fs->it.nb; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
+			for (size_t i = 0; i < in->map.n && rc == 0; i++) {
+				struct rp_extent e = { .pool = in->map.v[i].pool,
+						       .block = in->map.v[i].pblock,
+						       .count = in->map.v[i].count };
+				rc = fn(r, &e);
+			}
+	return rc ? rc : each_other_extent(fs, fn, r);
 }
 
 static int count_extent(struct rebuild *r, const struct rp_extent *e)
@@ -287,6 +295,50 @@ int copies_resync(struct rp_fs *fs)
 	if (rc == 0)
 		rp_info("volume \"%s\": the last writer stopped without unmounting: %llu blocks "
 			"of copies made the same in %llu ms", fs->vol.name, (unsigned long long)r.done,
+			(unsigned long long)(rp_now_ms() - r.start_ms));
+	else
+		rp_err("volume \"%s\": making the copies the same after a crash: %s", fs->vol.name,
+		       strerror(-rc));
+	return rc;
+}
+
+/* The parts of one file extent in chunks the write intent names. */
+static int resync_dirty_fext(struct rebuild *r, uint64_t ino, const struct rp_fext *x)
+{
+	const uint64_t B = r->fs->block_size;
+	const uint64_t per = RP_MAX(INTENT_CHUNK_BYTES / B, 1); /* blocks per chunk */
+	uint64_t fb = x->fblock, end = x->fblock + x->count;
+	int rc = 0;
+	while (fb < end && rc == 0) {
+		uint64_t next = RP_MIN(end, (fb / per + 1) * per);
+		if (intent_dirty(r->fs, ino, fb * B, (next - fb) * B)) {
+			struct rp_extent e = { .pool = x->pool, .block = x->pblock + (fb - x->fblock),
+					       .count = (uint32_t)(next - fb) };
+			rc = resync_extent(r, &e);
+		}
+		fb = next;
+	}
+	return rc;
+}
+
+int copies_resync_dirty(struct rp_fs *fs, bool with_log)
+{
+	struct rebuild r = { .fs = fs, .start_ms = rp_now_ms() };
+	r.buf = malloc(COPY_CHUNK);
+	int rc = r.buf ? 0 : -ENOMEM;
+	for (size_t b = 0; b < fs->it.nb && rc == 0; b++)
+		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
+			for (size_t i = 0; i < in->map.n && rc == 0; i++)
+				rc = resync_dirty_fext(&r, in->ino, &in->map.v[i]);
+	uint64_t files = r.done;
+	if (rc == 0 && with_log)
+		rc = each_other_extent(fs, resync_extent, &r);
+	free(r.buf);
+	if (rc == 0)
+		rp_info("volume \"%s\": copies made the same where the last writer may have left "
+			"them different (its write intent): %llu blocks of files, %llu blocks of "
+			"its log and free lists, in %llu ms", fs->vol.name, (unsigned long long)files,
+			(unsigned long long)(r.done - files),
 			(unsigned long long)(rp_now_ms() - r.start_ms));
 	else
 		rp_err("volume \"%s\": making the copies the same after a crash: %s", fs->vol.name,

@@ -134,6 +134,9 @@ ssize_t rec_encode(const struct rp_rec *r, uint64_t epoch, const uint8_t uuid[16
 	case REC_REQ:
 		w64(&c, r->ino); w64(&c, r->ino2);
 		break;
+	case REC_INTENT:
+		w32(&c, (uint32_t)r->fblock); w64(&c, r->count);
+		break;
 	case REC_POOL:
 		if (r->value_len != 16)
 			return -EINVAL;
@@ -210,6 +213,9 @@ ssize_t rec_decode(const uint8_t *buf, size_t len, uint64_t epoch, const uint8_t
 		break;
 	case REC_REQ:
 		r->ino = r64(&c); r->ino2 = r64(&c);
+		break;
+	case REC_INTENT:
+		r->fblock = r32(&c); r->count = r64(&c);
 		break;
 	case REC_POOL:
 		r->ext.pool = r32(&c); r->value = rbytes(&c, 16); r->value_len = 16;

@@ -133,6 +133,9 @@ int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *free
 	case REC_REQ:
 		fs_request_note(fs, r->ino, r->ino2);
 		return 0;
+	case REC_INTENT:
+		intent_apply(fs, r);
+		return 0;
 	case REC_DIRENT_ADD:
 	case REC_DIRENT_DEL:
 		in = itable_get(&fs->it, r->ino);
