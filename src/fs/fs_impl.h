@@ -383,7 +383,7 @@ struct rp_bufpool {
 	size_t size;
 };
 
-#define FS_REQS_KEPT 256 /* far more than requests a daemon serves at once */
+#define FS_REQS_KEPT 1024 /* four times the threads a daemon may have (rdmapoolfs.c) */
 #define INTENT_BUCKETS 4096
 #define INTENT_CHUNK_SHIFT 22 /* 4 MiB of a file per chunk */
 #define INTENT_CHUNK_BYTES (1ull << INTENT_CHUNK_SHIFT)

@@ -25,6 +25,7 @@ struct fsck {
 	uint64_t **bitmap;
 	const char *vol;
 	int live_volumes;
+	int unread_volumes; /* whose logs did not replay: their blocks look leaked */
 	int rc;
 	struct rp_progress *pr;
 	uint64_t done, total; /* blocks checked, of those marked in the bitmaps */
@@ -261,6 +262,7 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	if (rc < 0) {
 		fprintf(f->out, "%s\n", err);
 		f->rep->errors++;
+		f->unread_volumes++;
 	}
 	for (size_t i = 0; i < segs.n; i++) {
 		reference(f, &segs.v[i], "metadata log", 0);
@@ -392,6 +394,12 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 		snprintf(err, errlen, "refusing to repair while %d volume(s) are mounted read-write",
 			 f.live_volumes);
 		rc = -EBUSY;
+	} else if (repair && f.unread_volumes) {
+		/* what such a volume references is not known: freeing "leaks"
+		 * would free its data */
+		snprintf(err, errlen, "refusing to repair: %d volume(s) could not be read, and "
+			 "their blocks would be taken for leaks", f.unread_volumes);
+		rc = -EUCLEAN;
 	}
 	int lrc = find_leaks(&f, repair && rc == 0, err, errlen);
 	if (lrc == -EINTR)

@@ -275,6 +275,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags & ~O_TRUNC)) < 0) {
 		/* the create failed as a whole: the kernel never learns of the
 		 * name, so it goes too (and the inode with its last lookup) */
+		rp_resend_forget();
 		rp_fs_unlink(FS(req), parent, name);
 		rp_fs_forget(FS(req), a.ino, 1);
 	}

@@ -28,6 +28,7 @@
 /* What the kernel may cache on a read-write mount (see main) */
 #define RW_CACHE_SECONDS 60.0
 #define DEFAULT_THREADS 32
+#define MAX_THREADS 256u /* a quarter of the request names a log keeps (fs_impl.h) */
 
 struct options {
 	char *cluster, *mountpoint, *volume, *loglevel, *logfile, *metrics, *metrics_addr;
@@ -140,7 +141,7 @@ static void usage(void)
 	       "                     after a crash, or on 'rdmapoolfs --restart MOUNTPOINT'\n"
 	       "                     (an upgrade), without unmounting\n"
 	       "  -o commit=MS       flush the metadata log at least this often (default 1000)\n"
-	       "  -o threads=N       threads serving FUSE requests at most (default 32)\n"
+	       "  -o threads=N       threads serving FUSE requests at most (default 32, at most 256)\n"
 	       "  -o metrics=PATH    serve Prometheus metrics on this unix socket (default\n"
 	       "                     " RP_METRICS_DIR "/fs-HASH.sock, per mountpoint; 'off': none)\n"
 	       "  -o metrics_port=N  serve them on TCP port N too\n"
@@ -399,7 +400,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *mnt, con
 	if (o->single)
 		rc = fuse_session_loop(se);
 	else
-		rc = serve_mt(se, o->threads ? o->threads : DEFAULT_THREADS);
+		rc = serve_mt(se, o->threads ? RP_MIN(o->threads, MAX_THREADS) : DEFAULT_THREADS);
 	rc = rc ? 1 : 0;
 	if (invalidating)
 		pthread_join(inval, NULL);

@@ -19,7 +19,7 @@
 #endif
 
 static uint64_t conn_id; /* set once, before the session serves */
-static const char *crash_name;
+static const char *crash_name, *crash_unlogged; /* test hooks */
 
 /* The request this thread serves. */
 static _Thread_local struct {
@@ -70,20 +70,48 @@ int rp_resend_attach(struct fuse_session *se, int fd, uint64_t conn)
 {
 	static const struct fuse_custom_io io = { .read = read_request, .writev = write_reply };
 	conn_id = conn;
+#ifdef RP_TEST_HOOKS
 	crash_name = conn ? getenv("RP_TEST_CRASH_AFTER") : NULL;
+	crash_unlogged = conn ? getenv("RP_TEST_CRASH_UNLOGGED") : NULL;
+	if (crash_name || crash_unlogged)
+		rp_warn("RP_TEST_CRASH_AFTER/UNLOGGED: this daemon dies after changes so named "
+			"(tests only)");
+#endif
+	if (!conn)
+		rp_warn("the supervisor named no connection (one from before this version, after "
+			"--restart?): a change the kernel sends again after a crash may be "
+			"carried out twice");
 	return fuse_session_custom_io(se, &io, fd);
 }
 
 bool rp_resend_done(struct rp_fs *fs)
 {
-	return current.again && rp_fs_request_done(fs, conn_id, current.unique);
+	if (!current.again)
+		return false;
+	bool done = rp_fs_request_done(fs, conn_id, current.unique);
+	rp_info("request %llu sent again after a restart: %s",
+		(unsigned long long)current.unique,
+		done ? "its change is in the log: answered from the state" : "carried out");
+	return done;
+}
+
+void rp_resend_forget(void)
+{
+	rp_fs_request_set(0, 0);
 }
 
 void rp_resend_test_crash(struct rp_fs *fs, int rc, const char *name)
 {
-	if (rc != 0 || !crash_name || strcmp(name, crash_name) != 0)
+	if (rc != 0 || current.again) /* one death per request: at its first run */
 		return;
-	rp_warn("RP_TEST_CRASH_AFTER: \"%s\" is done and logged (%s); dying before the answer",
-		name, strerror(-rp_fs_sync(fs)));
-	kill(getpid(), SIGKILL);
+	if (crash_name && strcmp(name, crash_name) == 0) {
+		rp_warn("RP_TEST_CRASH_AFTER: \"%s\" is done and logged (%s); dying before the "
+			"answer", name, strerror(-rp_fs_sync(fs)));
+		kill(getpid(), SIGKILL);
+	}
+	if (crash_unlogged && strcmp(name, crash_unlogged) == 0) {
+		rp_warn("RP_TEST_CRASH_UNLOGGED: \"%s\" is done, not flushed; dying before the "
+			"answer", name);
+		kill(getpid(), SIGKILL);
+	}
 }
