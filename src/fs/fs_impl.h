@@ -396,6 +396,7 @@ struct rp_intent {
 	_Atomic uint64_t touched[INTENT_WORDS]; /* written since the last clearing */
 	_Atomic uint64_t sticky[INTENT_WORDS];  /* a write failed: set until the next mount */
 	_Atomic uint32_t busy[INTENT_BUCKETS];  /* in-place writes under way */
+	uint8_t rest[INTENT_BUCKETS];           /* ticks set and idle (the clearer's, under mu) */
 	bool known;                             /* the replayed log kept intents */
 };
 

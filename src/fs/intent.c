@@ -7,8 +7,9 @@
  * already maps) its buckets' bits must be durable in the log (an INTENT
  * record with the word's new value, flushed); writes count themselves
  * busy in their buckets while they run. The background thread clears the
- * bits of buckets that were neither busy nor touched for a tick, in a record
- * it does not flush (losing it costs only a larger resync). A write that
+ * bits of buckets that were neither busy nor touched for IDLE_TICKS ticks
+ * (so that a file written now and then does not pay a flush each time), in
+ * a record it does not flush (losing it costs only a larger resync). A write that
  * failed leaves its buckets set until the next mount (its copies may differ
  * until the diverged ranges are resynced, and perhaps after). */
 #include "config.h"
@@ -17,6 +18,8 @@
 #include <rdmapool/lock_order.h>
 
 #include <string.h>
+
+#define IDLE_TICKS 4
 
 static uint32_t bucket(uint64_t ino, uint64_t chunk)
 {
@@ -145,6 +148,13 @@ void intent_clear_idle(struct rp_fs *fs)
 		uint64_t touched = atomic_exchange(&fs->intent.touched[w], 0);
 		uint64_t set = atomic_load(&fs->intent.set[w]);
 		uint64_t idle = set & ~touched & ~atomic_load(&fs->intent.sticky[w]);
+		for (uint32_t k = 0; k < 64; k++) {
+			uint8_t *rest = &fs->intent.rest[w * 64 + k];
+			if (!(idle & (1ull << k)))
+				*rest = 0;
+			else if (++*rest < IDLE_TICKS)
+				idle &= ~(1ull << k);
+		}
 		if (!idle)
 			continue;
 		uint64_t cleared = idle;
@@ -190,6 +200,7 @@ bool intent_dirty(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 
 void intent_reset(struct rp_fs *fs)
 {
+	memset(fs->intent.rest, 0, sizeof(fs->intent.rest));
 	for (uint32_t w = 0; w < INTENT_WORDS; w++) {
 		atomic_store(&fs->intent.set[w], 0);
 		atomic_store(&fs->intent.sticky[w], 0);
