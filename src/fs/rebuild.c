@@ -32,6 +32,7 @@ struct rebuild {
 	bool publish;         /* online: progress in the volume slot, for the tool */
 	struct rp_progress *pr; /* offline: the tool's progress display, and Ctrl-C */
 	struct rp_extvec claimed; /* fresh pool: what we claimed, given back if we stop */
+	bool piecewise;       /* online: the caller throttles, outside the file's lock */
 	uint8_t *buf;
 };
 
@@ -134,7 +135,8 @@ static int copy_data(struct rebuild *r, const struct rp_extent *e)
 		off += n;
 		left -= n;
 		r->done += n / sb->block_size;
-		throttle(r);
+		if (!r->piecewise)
+			throttle(r);
 		progress(r, false);
 		if (rp_progress_stopped(r->pr))
 			return -EINTR; /* the pool stays stale */
@@ -546,9 +548,9 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
  * The pool is first made "filling": every write reaches it from then on,
  * nothing reads it or allocates on it. Under fs->mu (no map, log or free
  * changes meanwhile) every block of the volume with a copy there is claimed
- * on its bitmap. Then each file's blocks are copied under that file's I/O
- * lock (no write to it can interleave with the copy of its blocks), the
- * log's under fs->mu. A write that fails on the pool makes it stale again
+ * on its bitmap. Then each file's blocks are copied a piece at a time under
+ * that file's I/O lock (no write to it can interleave with the copy of a
+ * piece), the log's under fs->mu. A write that fails on the pool makes it stale again
  * and the rebuild stops; else the pool is marked current. */
 
 static int online_claim(struct rebuild *r)
@@ -567,7 +569,25 @@ static int online_claim(struct rebuild *r)
 	return rc;
 }
 
-/* One file: pinned so it is not freed, copied under its I/O lock. */
+/* Does in still map file blocks [fb, fb+n) to pool blocks [pb, pb+n) of
+ * pool? With fs->mu held. */
+static bool still_mapped(const struct rp_inode *in, uint64_t fb, uint32_t pool, uint64_t pb,
+			 uint64_t n)
+{
+	size_t i = emap_find(&in->map, fb);
+	if (i >= in->map.n)
+		return false;
+	const struct rp_fext *x = &in->map.v[i];
+	return x->fblock <= fb && fb + n <= x->fblock + x->count && x->pool == pool &&
+	       x->pblock + (fb - x->fblock) == pb;
+}
+
+/* One file, a piece (COPY_CHUNK) at a time under its I/O lock: its reads
+ * and writes wait for one piece, not for the whole copy, and the rate's
+ * sleeps fall between pieces. A piece is copied only while the file still
+ * maps it (under the lock its blocks cannot be freed); the file is pinned
+ * so that it is not freed between pieces. Writes between pieces reach
+ * the pool being filled like every other copy. */
 static int online_copy_inode(struct rebuild *r, uint64_t ino)
 {
 	struct rp_fs *fs = r->fs;
@@ -578,21 +598,33 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 		return 0;
 	}
 	in->pins++;
-	rp_mutex_unlock(&fs->mu);
-	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
-	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	struct rp_emap map = { .n = in->map.n };
 	map.v = malloc(map.n * sizeof(*map.v));
 	if (map.v)
 		memcpy(map.v, in->map.v, map.n * sizeof(*map.v));
 	rp_mutex_unlock(&fs->mu);
+	const uint64_t step = RP_MAX(COPY_CHUNK / fs->block_size, 1u);
 	int rc = map.v ? 0 : -ENOMEM;
-	for (size_t i = 0; i < map.n && rc == 0 && !atomic_load(&fs->stop); i++) {
-		struct rp_extent e = { .pool = map.v[i].pool, .block = map.v[i].pblock,
-				       .count = map.v[i].count };
-		rc = copy_data(r, &e);
+	for (size_t i = 0; i < map.n && rc == 0; i++) {
+		const struct rp_fext *x = &map.v[i];
+		for (uint64_t o = 0; o < x->count && rc == 0; o += step) {
+			uint64_t n = RP_MIN(step, x->count - o);
+			if (atomic_load(&fs->stop)) {
+				rc = -ECANCELED;
+				break;
+			}
+			rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
+			rp_mutex_lock(&fs->mu, RP_LK_FS);
+			bool still = still_mapped(in, x->fblock + o, x->pool, x->pblock + o, n);
+			rp_mutex_unlock(&fs->mu);
+			if (still)
+				rc = copy_data(r, &(struct rp_extent){ .pool = x->pool,
+								       .block = x->pblock + o,
+								       .count = (uint32_t)n });
+			rp_rwlock_unlock(&in->io);
+			throttle(r);
+		}
 	}
-	rp_rwlock_unlock(&in->io);
 	free(map.v);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in->pins--;
@@ -719,7 +751,8 @@ void rebuild_poll(struct rp_fs *fs)
 	if (fs->ro || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
-	struct rebuild r = { .fs = fs, .publish = true, .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
+	struct rebuild r = { .fs = fs, .publish = true, .piecewise = true,
+			     .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
 	unsigned left = 0;
 	int rc = home_resync(fs->ps, NULL);
 	if (rc < 0)
