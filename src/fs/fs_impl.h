@@ -418,6 +418,10 @@ struct rp_fs {
 	uint32_t place_warned;    /* ring positions said to hold a last copy */
 	pthread_mutex_t place_mu;
 	unsigned rebuild_done, rebuild_left, rebuild_returned; /* rebuild.c */
+	pthread_t rebuild_thread;  /* an online rebuild (rebuild.c) */
+	bool rebuild_started;      /* the background thread's: started, not joined */
+	atomic_bool rebuild_busy;  /* the rebuild thread is at work */
+	uint64_t rebuild_word;     /* the request it serves */
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
 		bool known;
 		uint8_t uuid[16];
@@ -585,8 +589,12 @@ int copies_resync_extent(struct rp_fs *fs, const struct rp_extent *e, void *buf)
 /* Fill the stale pools that answer (a rebuild's mount, after replay). */
 int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_progress *pr,
 		  char *err, size_t errlen);
-/* The read-write mount's background thread: act on a rebuild request. */
+/* The read-write mount's background thread: act on a rebuild request, in a
+ * thread of its own (the background thread goes on flushing the log and
+ * checkpointing meanwhile); rebuild_join, once fs->stop is set, waits for
+ * it. */
 void rebuild_poll(struct rp_fs *fs);
+void rebuild_join(struct rp_fs *fs);
 
 /* diverged.c: a write to a replicated file that failed may have reached
  * some copies and not others that could not be marked stale (the last

@@ -569,6 +569,7 @@ static void bg_stop(struct rp_fs *fs)
 	rp_mutex_unlock(&fs->bg_mu);
 	pthread_join(fs->bg, NULL);
 	fs->bg_running = false;
+	rebuild_join(fs); /* it stops between pieces, seeing fs->stop */
 }
 
 int rp_fs_unmount(struct rp_fs *fs)

@@ -744,13 +744,47 @@ static int online_pool(struct rebuild *r)
 	return rc;
 }
 
+static void rebuild_run(struct rp_fs *fs, uint64_t w);
+
+static void *rebuild_main(void *arg)
+{
+	struct rp_fs *fs = arg;
+	rebuild_run(fs, fs->rebuild_word);
+	atomic_store(&fs->rebuild_busy, false);
+	return NULL;
+}
+
+void rebuild_join(struct rp_fs *fs)
+{
+	if (fs->rebuild_started)
+		pthread_join(fs->rebuild_thread, NULL);
+	fs->rebuild_started = false;
+}
+
 void rebuild_poll(struct rp_fs *fs)
 {
 	uint64_t w;
+	if (fs->rebuild_started) {
+		if (atomic_load(&fs->rebuild_busy))
+			return; /* the request is being served */
+		rebuild_join(fs);
+	}
 	/* unreplicated volumes too: the request also resyncs the volume table */
 	if (fs->ro || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
+	fs->rebuild_word = w;
+	atomic_store(&fs->rebuild_busy, true);
+	if (pthread_create(&fs->rebuild_thread, NULL, rebuild_main, fs) == 0) {
+		fs->rebuild_started = true;
+		return;
+	}
+	atomic_store(&fs->rebuild_busy, false);
+	rebuild_run(fs, w); /* no thread to be had: here, as before */
+}
+
+static void rebuild_run(struct rp_fs *fs, uint64_t w)
+{
 	struct rebuild r = { .fs = fs, .publish = true, .piecewise = true,
 			     .rate_mib = (uint32_t)(w >> 8) & 0xffffff };
 	unsigned left = 0;
