@@ -387,6 +387,7 @@ struct rp_bufpool {
 #define INTENT_BUCKETS 4096
 #define INTENT_CHUNK_SHIFT 22 /* 4 MiB of a file per chunk */
 #define INTENT_CHUNK_BYTES (1ull << INTENT_CHUNK_SHIFT)
+#define INTENT_TICK_MS 1000 /* the clearing's period (four idle ones clear a bucket) */
 #define INTENT_WORDS (INTENT_BUCKETS / 64)
 
 /* Which parts of files a replicated volume's writer may be overwriting in

@@ -36,6 +36,8 @@ struct fsck {
 	struct rp_lease leases[VOL_SLOTS];
 	int nleases;
 	uint64_t seen; /* slots take_lease went through (held, or counted live) */
+	uint64_t held; /* slots whose lease it holds: their copies may be mended */
+	int slot;      /* of the volume being checked */
 };
 
 static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
@@ -57,6 +59,7 @@ static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
 		return rc;
 	}
 	f->nleases++;
+	f->held |= 1ull << slot;
 	return 0;
 }
 
@@ -117,16 +120,19 @@ static void compare_copies(struct fsck *f, const struct rp_extent *e, const char
 		if (first < 0) {
 			first = (int)k;
 		} else if (memcmp(a, b, len) != 0) {
-			/* with --repair (every lease held) the first copy wins, as in
-			 * a takeover's resync */
-			int wrc = f->repair ? rp_pool_write(f->ps, m[k], rp_replica_offset(f->ps, e->pool, m[k],
-					rp_block_offset(sb, e->block)), a, len) : -1;
+			/* with --repair, only where fsck holds the volume's lease
+			 * (renewed first: no writer can run meanwhile), the first
+			 * copy wins, as in a takeover's resync */
+			bool mend = f->repair && (f->held >> f->slot & 1);
+			int wrc = !mend ? -ENOLCK : renew_leases(f) < 0 ? -ESTALE
+				: rp_pool_write(f->ps, m[k], rp_replica_offset(f->ps, e->pool, m[k],
+						rp_block_offset(sb, e->block)), a, len);
 			fprintf(f->out, "volume \"%s\": the copies of the %s of inode %llu on peers "
 				"%u and %u differ (blocks %llu+%u)%s%s\n", f->vol, what,
 				(unsigned long long)ino, m[first], m[k], (unsigned long long)e->block,
 				e->count, !f->repair ? "" : wrc == 0 ? ": made the same from the first"
-				: ": could not be made the same: ", !f->repair || wrc == 0 ? ""
-				: strerror(-wrc));
+				: ": not made the same: ", !f->repair || wrc == 0 ? ""
+				: wrc == -ENOLCK ? "the volume's lease is not held" : strerror(-wrc));
 			if (wrc < 0)
 				f->rep->errors++;
 		}
@@ -233,6 +239,7 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	if (renew_leases(f) < 0)
 		return -ESTALE;
 	f->vol = vol->name;
+	f->slot = slot;
 	f->rep->volumes++;
 	/* --repair holds the leases (take_lease counted the live ones); a
 	 * volume made since then is not held: it counts as live */

@@ -8,6 +8,7 @@
  * record with the word's new value, flushed); writes count themselves
  * busy in their buckets while they run. The background thread clears the
  * bits of buckets that were neither busy nor touched for IDLE_TICKS ticks
+ * of INTENT_TICK_MS
  * (so that a file written now and then does not pay a flush each time), in
  * a record it does not flush (losing it costs only a larger resync). A write that
  * failed leaves its buckets set until the next mount (its copies may differ

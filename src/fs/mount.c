@@ -296,7 +296,7 @@ fail:
 static void *bg_main(void *arg)
 {
 	struct rp_fs *fs = arg;
-	uint64_t last_flush = rp_now_ms();
+	uint64_t last_flush = rp_now_ms(), last_clear = last_flush;
 	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
@@ -336,7 +336,10 @@ static void *bg_main(void *arg)
 			 * not on every tick */
 			if (now >= fs->ckpt_retry_ms && checkpoint_worthwhile(fs) && checkpoint(fs) < 0)
 				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
-			intent_clear_idle(fs); /* after diverged_resync: failed writes' stay */
+			if (now - last_clear >= INTENT_TICK_MS) {
+				intent_clear_idle(fs); /* after diverged_resync: failed writes' stay */
+				last_clear = now;
+			}
 			held_release(fs); /* readers that moved on since the last flush */
 		}
 		rp_mutex_unlock(&fs->mu);
@@ -449,7 +452,14 @@ fail_log:
 fail_lease:
 	extvec_free(&segs);
 	lease_stop(fs);
-	lease_release(fs->ps, &fs->lease);
+	/* a lease taken over from a writer that died is left to expire: the
+	 * next mount takes it over too, and so knows to make the copies the
+	 * same (a released one would look cleanly unmounted) */
+	if (fs->lease.took_over && rp_poolset_replicated(fs->ps))
+		rp_info("volume \"%s\": the lease is left to expire: the next mount takes it over "
+			"and makes the copies the same", fs->vol.name);
+	else
+		lease_release(fs->ps, &fs->lease);
 	return rc;
 }
 
