@@ -68,7 +68,7 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 /* Flush, checkpoint (read-write), release the lease, free memory. */
 int rp_fs_unmount(struct rp_fs *fs);
 /* The lease word this read-write mount holds (0: none), for a supervisor. */
-uint64_t rp_fs_lease_word(const struct rp_fs *fs);
+uint64_t rp_fs_lease_word(struct rp_fs *fs);
 /* The numbers of every inode the volume has now; *out is malloc'ed. */
 int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n);
 /* List the mount's counters (and its pools') in the metrics registry, until

@@ -627,9 +627,14 @@ int rp_fs_unmount(struct rp_fs *fs)
 	return rc;
 }
 
-uint64_t rp_fs_lease_word(const struct rp_fs *fs)
+uint64_t rp_fs_lease_word(struct rp_fs *fs)
 {
-	return fs->ro ? 0 : fs->lease.word;
+	if (fs->ro)
+		return 0;
+	rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE); /* the lease thread renews it */
+	uint64_t w = fs->lease.word;
+	rp_mutex_unlock(&fs->lease_mu);
+	return w;
 }
 
 int rp_fs_inode_numbers(struct rp_fs *fs, uint64_t **out, size_t *n)
