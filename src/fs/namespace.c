@@ -271,12 +271,14 @@ static int truncate_file(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 		return -EINVAL;
 	rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	uint64_t old = in->size;
 	int rc = data_truncate(fs, in, size);
 	rp_mutex_unlock(&fs->mu);
 	rp_rwlock_unlock(&in->io);
-	/* the zeroing of the cut tail's block may have reached some copies only */
-	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1)
-		diverged_note(fs, in->ino, size, fs->block_size);
+	/* the zeroing of the old last block's tail (growing) may have reached
+	 * some copies only */
+	if (rc < 0 && rc != -ENOSPC && fs->ps->place.replicas > 1 && size > old)
+		diverged_note(fs, in->ino, old / fs->block_size * fs->block_size, fs->block_size);
 	return rc;
 }
 
