@@ -176,6 +176,10 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 			       "recorded (%s)", fs->vol.name, pool, strerror(-err), strerror(-rc));
 		}
 	}
+	/* stale from now on, said under place_mu: an online rebuild that
+	 * marks the pool current checks it under the same lock */
+	if (rc == 0)
+		fs->ps->pools[pool].stale = true;
 	rp_mutex_unlock(&fs->place_mu);
 	return rc;
 }

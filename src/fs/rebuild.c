@@ -569,25 +569,14 @@ static int online_claim(struct rebuild *r)
 	return rc;
 }
 
-/* Does in still map file blocks [fb, fb+n) to pool blocks [pb, pb+n) of
- * pool? With fs->mu held. */
-static bool still_mapped(const struct rp_inode *in, uint64_t fb, uint32_t pool, uint64_t pb,
-			 uint64_t n)
-{
-	size_t i = emap_find(&in->map, fb);
-	if (i >= in->map.n)
-		return false;
-	const struct rp_fext *x = &in->map.v[i];
-	return x->fblock <= fb && fb + n <= x->fblock + x->count && x->pool == pool &&
-	       x->pblock + (fb - x->fblock) == pb;
-}
-
 /* One file, a piece (COPY_CHUNK) at a time under its I/O lock: its reads
  * and writes wait for one piece, not for the whole copy, and the rate's
- * sleeps fall between pieces. A piece is copied only while the file still
- * maps it (under the lock its blocks cannot be freed); the file is pinned
- * so that it is not freed between pieces. Writes between pieces reach
- * the pool being filled like every other copy. */
+ * sleeps fall between pieces. Each piece is taken from the file's map as it
+ * is then, under the lock (a cursor through the file's blocks, not a
+ * snapshot): what a truncate or a punch unmapped is not copied, what the
+ * file still maps is, and blocks mapped since are either on copies that
+ * avoid the filling pool or were written to it (writes reach it). The file
+ * is pinned so that it is not freed between pieces. */
 static int online_copy_inode(struct rebuild *r, uint64_t ino)
 {
 	struct rp_fs *fs = r->fs;
@@ -598,34 +587,34 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 		return 0;
 	}
 	in->pins++;
-	struct rp_emap map = { .n = in->map.n };
-	map.v = malloc(map.n * sizeof(*map.v));
-	if (map.v)
-		memcpy(map.v, in->map.v, map.n * sizeof(*map.v));
 	rp_mutex_unlock(&fs->mu);
 	const uint64_t step = RP_MAX(COPY_CHUNK / fs->block_size, 1u);
-	int rc = map.v ? 0 : -ENOMEM;
-	for (size_t i = 0; i < map.n && rc == 0; i++) {
-		const struct rp_fext *x = &map.v[i];
-		for (uint64_t o = 0; o < x->count && rc == 0; o += step) {
-			uint64_t n = RP_MIN(step, x->count - o);
-			if (atomic_load(&fs->stop)) {
-				rc = -ECANCELED;
-				break;
-			}
-			rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
-			rp_mutex_lock(&fs->mu, RP_LK_FS);
-			bool still = still_mapped(in, x->fblock + o, x->pool, x->pblock + o, n);
-			rp_mutex_unlock(&fs->mu);
-			if (still)
-				rc = copy_data(r, &(struct rp_extent){ .pool = x->pool,
-								       .block = x->pblock + o,
-								       .count = (uint32_t)n });
-			rp_rwlock_unlock(&in->io);
-			throttle(r);
+	uint64_t fb = 0;
+	int rc = 0;
+	for (bool more = true; more && rc == 0;) {
+		if (atomic_load(&fs->stop) || atomic_load(&fs->lease_lost)) {
+			rc = -ECANCELED;
+			break;
 		}
+		struct rp_extent e = { 0 };
+		rp_rwlock_wrlock(&in->io, RP_LK_INODE_IO);
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
+		size_t i = emap_find(&in->map, fb); /* the first run ending past fb */
+		more = i < in->map.n;
+		if (more) {
+			const struct rp_fext *x = &in->map.v[i];
+			fb = RP_MAX(fb, x->fblock);
+			uint64_t n = RP_MIN(step, x->fblock + x->count - fb);
+			e = (struct rp_extent){ .pool = x->pool, .block = x->pblock + (fb - x->fblock),
+						.count = (uint32_t)n };
+			fb += n;
+		}
+		rp_mutex_unlock(&fs->mu);
+		if (more)
+			rc = copy_data(r, &e);
+		rp_rwlock_unlock(&in->io);
+		throttle(r);
 	}
-	free(map.v);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	in->pins--;
 	fs_maybe_purge(fs, in);
@@ -651,7 +640,13 @@ static int online_copy(struct rebuild *r)
 			rc = online_copy_inode(r, inos.v[i].block);
 	}
 	extvec_free(&inos);
-	rp_mutex_lock(&fs->mu, RP_LK_FS); /* the log: no flush meanwhile */
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	/* blocks skipped as unmapped are so for good only once the records
+	 * saying so are durable: before the pool is recorded current (a crash
+	 * would map them again, on a pool that never got them) */
+	if (rc == 0)
+		rc = log_flush(fs, &fs->log);
+	/* the log: no flush meanwhile */
 	for (size_t i = 0; i < fs->log.segs.n && rc == 0; i++)
 		rc = copy_data(r, &fs->log.segs.v[i]);
 	if (rc == 0 && fs->log.have_spare) /* zeroed: the log continues there */
@@ -666,9 +661,11 @@ static int online_finish(struct rebuild *r)
 	struct rp_fs *fs = r->fs;
 	struct rp_pool *p = &fs->ps->pools[r->pool];
 	int rc;
-	if (p->stale)
-		return -EIO; /* a write to it failed meanwhile: stale again */
 	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
+	if (p->stale) { /* a write to it failed meanwhile (set under place_mu) */
+		rp_mutex_unlock(&fs->place_mu);
+		return -EIO;
+	}
 	int i = place_ring_index(&fs->place, r->pool);
 	struct rp_volplace next = fs->place;
 	next.stale &= ~(1u << i);
@@ -770,7 +767,7 @@ void rebuild_poll(struct rp_fs *fs)
 		rebuild_join(fs);
 	}
 	/* unreplicated volumes too: the request also resyncs the volume table */
-	if (fs->ro || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
+	if (fs->ro || atomic_load(&fs->lease_lost) || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
 	fs->rebuild_word = w;
