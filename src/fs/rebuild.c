@@ -699,7 +699,11 @@ static int online_pool(struct rebuild *r)
 	uint8_t before[16];
 	bool knew = p->sb.magic != 0;
 	memcpy(before, p->sb.pool_uuid, 16);
+	/* under fs->mu: adopting rewrites the pool's superblock, which replay
+	 * and commits read (extent_in_pools) from other threads */
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = rp_pool_adopt(fs->ps, r->pool, err, sizeof(err));
+	rp_mutex_unlock(&fs->mu);
 	if (rc < 0) {
 		rp_warn("volume \"%s\": rebuild: %s", fs->vol.name, err);
 		return rc;
