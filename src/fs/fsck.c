@@ -96,6 +96,25 @@ static bool test_set(uint64_t *bits, uint64_t b)
 static void reference_copy(struct fsck *f, const struct rp_extent *e, const char *what,
 			   uint64_t ino);
 
+/* --repair: copy k of e made the same as the first (bytes a), as a
+ * takeover's resync does; only where fsck holds the volume's lease, renewed
+ * first, so no writer runs meanwhile. What is said of it (with a ": "). */
+static const char *mend_copy(struct fsck *f, const struct rp_extent *e, const uint32_t *m,
+			     unsigned k, const void *a, size_t len)
+{
+	if (!f->repair)
+		return "";
+	if (!(f->held >> f->slot & 1))
+		return ": not made the same: the volume's lease is not held";
+	if (renew_leases(f) < 0)
+		return ": not made the same: the volume's lease was lost";
+	const struct rp_pool_sb *sb = &f->ps->pools[e->pool].sb;
+	uint64_t off = rp_replica_offset(f->ps, e->pool, m[k], rp_block_offset(sb, e->block));
+	if (rp_pool_write(f->ps, m[k], off, a, len) < 0)
+		return ": not made the same: the write failed";
+	return NULL;
+}
+
 /* Replicated volumes: every current copy must hold the same bytes. */
 static void compare_copies(struct fsck *f, const struct rp_extent *e, const char *what,
 			   uint64_t ino)
@@ -120,20 +139,12 @@ static void compare_copies(struct fsck *f, const struct rp_extent *e, const char
 		if (first < 0) {
 			first = (int)k;
 		} else if (memcmp(a, b, len) != 0) {
-			/* with --repair, only where fsck holds the volume's lease
-			 * (renewed first: no writer can run meanwhile), the first
-			 * copy wins, as in a takeover's resync */
-			bool mend = f->repair && (f->held >> f->slot & 1);
-			int wrc = !mend ? -ENOLCK : renew_leases(f) < 0 ? -ESTALE
-				: rp_pool_write(f->ps, m[k], rp_replica_offset(f->ps, e->pool, m[k],
-						rp_block_offset(sb, e->block)), a, len);
+			const char *fail = mend_copy(f, e, m, k, a, len);
 			fprintf(f->out, "volume \"%s\": the copies of the %s of inode %llu on peers "
-				"%u and %u differ (blocks %llu+%u)%s%s\n", f->vol, what,
+				"%u and %u differ (blocks %llu+%u)%s\n", f->vol, what,
 				(unsigned long long)ino, m[first], m[k], (unsigned long long)e->block,
-				e->count, !f->repair ? "" : wrc == 0 ? ": made the same from the first"
-				: ": not made the same: ", !f->repair || wrc == 0 ? ""
-				: wrc == -ENOLCK ? "the volume's lease is not held" : strerror(-wrc));
-			if (wrc < 0)
+				e->count, fail ? fail : ": made the same from the first");
+			if (fail)
 				f->rep->errors++;
 		}
 	}
