@@ -8,7 +8,8 @@
  * and the background thread makes its copies the same (the first current
  * copy onto the others) once they answer, holding the file's I/O lock so
  * that no write to the range interleaves. A crash loses the notes; the
- * next writer then resyncs every copy anyway (copies_resync). */
+ * next writer resyncs the range anyway: a failed write's intent buckets
+ * stay set (intent.c, copies_resync). */
 #include "config.h"
 #include "fs_impl.h"
 

@@ -577,11 +577,10 @@ void space_wait(struct rp_fs *fs, uint64_t want);
 
 /* rebuild.c: after a writer stopped without unmounting, its last writes
  * may have reached some copies only: make every current copy the same as
- * the first (fs->mu held, before serving). */
-int copies_resync(struct rp_fs *fs);
-/* Only the chunks the last writer's intent names, and (with_log: after a
- * takeover) the log and the blocks on their way. */
-int copies_resync_dirty(struct rp_fs *fs, bool with_log);
+ * the first (fs->mu held, before serving), in every file extent
+ * (everything) or in the chunks the last writer's intent names, and
+ * (with_log: after a takeover) in the log and the blocks on their way. */
+int copies_resync(struct rp_fs *fs, bool everything, bool with_log);
 /* One extent: the first current copy onto the other current ones; buf
  * holds COPY_CHUNK bytes. A copy that cannot be written is recorded stale
  * (or, when it cannot be, the error is returned). */

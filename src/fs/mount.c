@@ -357,10 +357,8 @@ static int copies_after_crash(struct rp_fs *fs)
 	if (!rp_poolset_replicated(fs->ps))
 		return 0;
 	int rc = 0;
-	if (fs->lease.took_over && !fs->intent.known)
-		rc = copies_resync(fs);
-	else if (intent_any(fs) || fs->lease.took_over)
-		rc = copies_resync_dirty(fs, fs->lease.took_over);
+	if (fs->lease.took_over || intent_any(fs))
+		rc = copies_resync(fs, fs->lease.took_over && !fs->intent.known, fs->lease.took_over);
 	if (rc == 0)
 		intent_reset(fs); /* the new log starts with none */
 	return rc;

@@ -288,32 +288,18 @@ int copies_resync_extent(struct rp_fs *fs, const struct rp_extent *e, void *buf)
 	return resync_extent(&r, e);
 }
 
-int copies_resync(struct rp_fs *fs)
-{
-	struct rebuild r = { .fs = fs, .start_ms = rp_now_ms() };
-	r.buf = malloc(COPY_CHUNK);
-	int rc = r.buf ? each_extent(fs, resync_extent, &r) : -ENOMEM;
-	free(r.buf);
-	if (rc == 0)
-		rp_info("volume \"%s\": the last writer stopped without unmounting: %llu blocks "
-			"of copies made the same in %llu ms", fs->vol.name, (unsigned long long)r.done,
-			(unsigned long long)(rp_now_ms() - r.start_ms));
-	else
-		rp_err("volume \"%s\": making the copies the same after a crash: %s", fs->vol.name,
-		       strerror(-rc));
-	return rc;
-}
-
-/* The parts of one file extent in chunks the write intent names. */
-static int resync_dirty_fext(struct rebuild *r, uint64_t ino, const struct rp_fext *x)
+/* The parts of one file extent in chunks the write intent names (all of
+ * it when everything is resynced). */
+static int resync_file_extent(struct rebuild *r, uint64_t ino, const struct rp_fext *x,
+			      bool everything)
 {
 	const uint64_t B = r->fs->block_size;
 	const uint64_t per = RP_MAX(INTENT_CHUNK_BYTES / B, 1); /* blocks per chunk */
 	uint64_t fb = x->fblock, end = x->fblock + x->count;
 	int rc = 0;
 	while (fb < end && rc == 0) {
-		uint64_t next = RP_MIN(end, (fb / per + 1) * per);
-		if (intent_dirty(r->fs, ino, fb * B, (next - fb) * B)) {
+		uint64_t next = everything ? end : RP_MIN(end, (fb / per + 1) * per);
+		if (everything || intent_dirty(r->fs, ino, fb * B, (next - fb) * B)) {
 			struct rp_extent e = { .pool = x->pool, .block = x->pblock + (fb - x->fblock),
 					       .count = (uint32_t)(next - fb) };
 			rc = resync_extent(r, &e);
@@ -323,7 +309,7 @@ static int resync_dirty_fext(struct rebuild *r, uint64_t ino, const struct rp_fe
 	return rc;
 }
 
-int copies_resync_dirty(struct rp_fs *fs, bool with_log)
+int copies_resync(struct rp_fs *fs, bool everything, bool with_log)
 {
 	struct rebuild r = { .fs = fs, .start_ms = rp_now_ms() };
 	r.buf = malloc(COPY_CHUNK);
@@ -331,16 +317,17 @@ int copies_resync_dirty(struct rp_fs *fs, bool with_log)
 	for (size_t b = 0; b < fs->it.nb && rc == 0; b++)
 		for (struct rp_inode *in = fs->it.b[b]; in && rc == 0; in = in->hnext)
 			for (size_t i = 0; i < in->map.n && rc == 0; i++)
-				rc = resync_dirty_fext(&r, in->ino, &in->map.v[i]);
+				rc = resync_file_extent(&r, in->ino, &in->map.v[i], everything);
 	uint64_t files = r.done;
 	if (rc == 0 && with_log)
 		rc = each_other_extent(fs, resync_extent, &r);
 	free(r.buf);
 	if (rc == 0)
 		rp_info("volume \"%s\": copies made the same where the last writer may have left "
-			"them different (its write intent): %llu blocks of files, %llu blocks of "
-			"its log and free lists, in %llu ms", fs->vol.name, (unsigned long long)files,
-			(unsigned long long)(r.done - files),
+			"them different (%s): %llu blocks of files, %llu blocks of its log and free "
+			"lists, in %llu ms", fs->vol.name,
+			everything ? "everywhere: its log kept no write intent" : "its write intent",
+			(unsigned long long)files, (unsigned long long)(r.done - files),
 			(unsigned long long)(rp_now_ms() - r.start_ms));
 	else
 		rp_err("volume \"%s\": making the copies the same after a crash: %s", fs->vol.name,
