@@ -218,6 +218,8 @@ struct rp_fsck_report {
 	uint64_t errors;   /* corruption: double references, references to free blocks, bad records */
 	uint64_t leaked;   /* blocks marked allocated that no volume references */
 	uint64_t repaired; /* leaked blocks freed with repair */
+	uint64_t counts_off; /* pools whose used-block count differs from their bitmap */
+	uint64_t counts_set; /* of those, set right with repair */
 };
 /* Check every volume in the cluster against the pool bitmaps; with repair,
  * free leaked blocks (refused while any volume is mounted read-write).

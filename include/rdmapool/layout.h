@@ -2,6 +2,9 @@
  *
  *   0        superblock (RP_SB_SIZE bytes)
  *   4 KiB    home area (RP_HOME_SIZE): volume records, owned by the fs layer
+ *   64 KiB - 64  the pool's used-block count (RP_COUNT_OFFSET), owned by the
+ *            pool layer: the server sets it from the bitmap at every start,
+ *            then every client moves it by what its bitmap CASes changed
  *   64 KiB   allocation bitmap: one bit per block, 64-bit words in the pool
  *            host's byte order (little-endian on every supported host), bit i
  *            of word w is block w*64+i; bits past the last block are set
@@ -16,12 +19,22 @@
 #define RP_LAYOUT_VERSION 1
 #define RP_SB_SIZE 4096
 #define RP_HOME_OFFSET 4096
-#define RP_HOME_SIZE (60 * 1024)
+#define RP_HOME_SIZE (60 * 1024 - 64)
 #define RP_BITMAP_OFFSET (64 * 1024)
 #define RP_MIN_BLOCKS 64
-/* A word that no format uses (the end of the home area's last volume slot's
- * padding), for 'rdmapool bench' to hammer with atomics. */
-#define RP_BENCH_WORD_OFFSET (RP_HOME_OFFSET + RP_HOME_SIZE - 8)
+/* 64 bytes before the bitmap: the used-block count (le64: blocks set in the
+ * bitmap, bits past the last block not counted); beside it a tag that says
+ * a server of this version set it (a pool from an older server has 0
+ * there, and its clients read the whole bitmap instead), and a number the
+ * server draws at each start (a client that sees it change drops what it
+ * held back for the count before: the new count has it already). The home
+ * area's copies never reach it: each pool's count is its own. */
+#define RP_COUNT_OFFSET (RP_HOME_OFFSET + RP_HOME_SIZE)
+#define RP_COUNT_TAG_OFFSET (RP_COUNT_OFFSET + 8)
+#define RP_COUNT_START_OFFSET (RP_COUNT_OFFSET + 16)
+#define RP_COUNT_TAG 0x31544e554f435052ull /* "RPCOUNT1" */
+/* A word that no format uses, for 'rdmapool bench' to hammer with atomics. */
+#define RP_BENCH_WORD_OFFSET (RP_COUNT_OFFSET + 56)
 
 struct rp_pool_sb {
 	uint64_t magic;

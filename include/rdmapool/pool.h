@@ -42,10 +42,18 @@ struct rp_pool {
 	_Atomic bool filling;
 	/* reconnected, its superblock not checked yet: not up for anyone */
 	_Atomic bool validating;
+	/* The pool keeps a used-block count (RP_COUNT_OFFSET; false: a pool
+	 * from an older server, whose bitmap is read instead). Our CASes'
+	 * changes to it wait in count_pending until the next flush (a free,
+	 * a usage read, or COUNT_BATCH blocks): one fetch-and-add for many. */
+	_Atomic bool counted;
+	_Atomic int64_t count_pending;
+	uint64_t count_start;      /* the server start that set the count (under mu) */
 	/* what metrics show (pool_metrics.c): kept here so they outlive
 	 * reconnects; the transport fills latency */
 	struct {
 		_Atomic uint64_t read_bytes, written_bytes;
+		_Atomic uint64_t bitmap_read_bytes;
 		_Atomic uint64_t cas, cas_failed;
 		_Atomic uint64_t retries; /* ios tried again on a new connection (io.c) */
 		struct rp_hist latency;
@@ -184,8 +192,19 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);
  * first error is returned; the other extents are freed all the same. */
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
 
-/* Free and total blocks of one pool, read from its bitmap. */
-int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, uint64_t *free_blocks, uint64_t *total);
+/* Free and total blocks of one pool: from its used-block count (one
+ * fetch-and-add, which also hands over this client's changes not counted
+ * yet), or from its whole bitmap when the pool keeps no count or the
+ * caller asks for it (exact: no count a crash left off). */
+int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, bool from_bitmap, uint64_t *free_blocks,
+		  uint64_t *total);
+/* The pool's used-block count with this client's changes in it, or
+ * -EOPNOTSUPP when the pool keeps none. */
+int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used);
+/* Move the pool's used-block count by delta (fsck setting it right). */
+int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta);
+/* Hand this client's uncounted changes to every pool's count. */
+void rp_poolset_count_flush(struct rp_poolset *ps);
 /* Whole bitmap of a pool (bitmap_words words); caller frees. */
 int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words);
 

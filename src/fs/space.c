@@ -19,12 +19,15 @@
 
 #define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
 #define SLACK_PERCENT 1
-#define REFRESH_MS 5000
+#define REFRESH_MS 1000
 #define CHECK_MAX_AGE_MS 100 /* a growing operation near the reserve */
 #define SETTLE_MIN_ATTEMPTS 3
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 #define SETTLE_FORGET_MS 1000 /* how recent an unlink of a held file is waited for */
+/* Within this many reserves of free space the counts are not trusted (an
+ * estimate, or left off by a crash) and the bitmaps are read instead */
+#define EXACT_WITHIN_RESERVES 2
 
 /* Replicated: an extent needs the same block number free on replicas
  * consecutive ring pools, so size and free space are counted per block
@@ -52,10 +55,67 @@ static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
 	return all ? nring / n : got + (run + first) / n;
 }
 
-static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
+/* Extents' copies that fit in the ring by the pools' sizes alone (size[i]
+ * 0: ring[i] counts for nothing): block numbers below the smallest size
+ * fit what the whole ring does, and so on up, one sum per distinct size. */
+static uint64_t ring_fits(const uint64_t *size, uint32_t nring, uint32_t n)
+{
+	uint64_t t = 0, below = 0;
+	for (;;) {
+		uint64_t next = UINT64_MAX;
+		bool exists[RP_RING_MAX];
+		for (uint32_t i = 0; i < nring; i++)
+			if (size[i] > below)
+				next = RP_MIN(next, size[i]);
+		if (next == UINT64_MAX)
+			return t;
+		for (uint32_t i = 0; i < nring; i++)
+			exists[i] = size[i] >= next;
+		t += fits(exists, nring, n) * (next - below);
+		below = next;
+	}
+}
+
+/* From the pools' used-block counts, one fetch-and-add each: the ring's
+ * extents are the blocks its pools hold over n, and each took one of what
+ * fits at its block number. Exact while the ring's pools hold only this
+ * ring's extents, placed as allocation places them; otherwise (other
+ * volumes on the same pools, a ring of 6 with 2 copies whose extents
+ * strand single pools, a count a crash left off) an estimate, which may be
+ * too high: near the reserve the bitmaps are read instead (space_refresh).
+ * -EAGAIN with a ring pool stale or unreachable, -EOPNOTSUPP with one that
+ * keeps no count (an older server): the bitmaps are read then too. */
+static int space_replicated_counted(struct rp_fs *fs, const struct rp_volplace *pl,
+				    uint64_t *total, uint64_t *nfree)
+{
+	uint64_t size[RP_RING_MAX] = { 0 }, used = 0;
+	for (uint32_t i = 0; i < pl->nring; i++) {
+		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
+		uint64_t u = 0;
+		if (p->stale || !rp_pool_connected(fs->ps, pl->ring[i]))
+			return -EAGAIN;
+		int rc = rp_pool_used(fs->ps, pl->ring[i], &u);
+		if (rc < 0)
+			return rc == -EOPNOTSUPP ? rc : -EAGAIN;
+		size[i] = p->sb.nblocks;
+		used += (int64_t)u < 0 ? 0 : RP_MIN(u, size[i]);
+	}
+	uint64_t fit = ring_fits(size, pl->nring, pl->replicas);
+	uint64_t extents = (used + pl->replicas - 1) / pl->replicas;
+	*total = fit;
+	*nfree = fit > extents ? fit - extents : 0;
+	return 0;
+}
+
+/* From the bitmaps, block number by block number: exact, and what a pool
+ * from an older server, which keeps no used-block count, needs. */
+static int space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, words = 0, t = 0, f = 0;
+	int rc = exact ? -EAGAIN : space_replicated_counted(fs, pl, total, nfree);
+	if (rc == 0)
+		return 0;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
 		words = RP_MAX(words, p->sb.bitmap_words);
@@ -76,7 +136,7 @@ static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 		free(bm[i]);
 	*total = t;
 	*nfree = f;
-	return 0;
+	return 1; /* from the bitmaps */
 }
 
 /* which pools count and how, as one word (FNV-1a over each pool's id and
@@ -95,25 +155,40 @@ static uint64_t connected_sig(const struct rp_fs *fs)
 	return h;
 }
 
+/* Size and free blocks of the volume's pools, from their used-block
+ * counts or (exact) their bitmaps. A pool we cannot read counts its size
+ * and nothing free: allocation cannot use it, and statfs still answers (df
+ * on a degraded cluster works, as on any filesystem, instead of failing
+ * with EIO). Returns 1 when the bitmaps were read for a replicated volume
+ * (its counts gave no estimate), else 0. */
+static int space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
+{
+	*total = *nfree = 0;
+	if (rp_poolset_replicated(fs->ps))
+		return space_replicated(fs, exact, total, nfree);
+	for (size_t k = 0; k < fs->ps->npeers; k++) {
+		uint64_t f = 0, t = fs->ps->pools[fs->ps->ids[k]].sb.nblocks;
+		rp_pool_usage(fs->ps, fs->ps->ids[k], exact, &f, &t);
+		*total += t;
+		*nfree += f;
+	}
+	return 0;
+}
+
 void space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
-	/* read before the bitmaps: what changes during the reads is seen next,
+	/* read before the counts: what changes during the reads is seen next,
 	 * and our allocations meanwhile are taken off what the reads found */
 	uint64_t taken0 = atomic_load(&fs->space_taken_total);
 	atomic_store(&fs->space_frees_seen, atomic_load(&fs->ps->frees));
 	atomic_store(&fs->space_conns_seen, connected_sig(fs));
-	/* A pool we cannot read counts its size and nothing free: allocation
-	 * cannot use it, and statfs still answers (df on a degraded cluster
-	 * works, as on any filesystem, instead of failing with EIO). */
-	for (size_t k = 0; k < fs->ps->npeers && !rp_poolset_replicated(fs->ps); k++) {
-		uint64_t f = 0, t = fs->ps->pools[fs->ps->ids[k]].sb.nblocks;
-		rp_pool_usage(fs->ps, fs->ps->ids[k], &f, &t);
-		total += t;
-		nfree += f;
-	}
-	if (rp_poolset_replicated(fs->ps))
-		space_replicated(fs, &total, &nfree);
+	/* near the reserve (or with the counts' estimate not to be had) the
+	 * bitmaps, exactly: growing operations must not get into it on a
+	 * count too high */
+	if (space_pools(fs, false, &total, &nfree) == 0 &&
+	    nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs))
+		space_pools(fs, true, &total, &nfree);
 	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
 	nfree += prealloc_held(fs);
 	uint64_t since = atomic_load(&fs->space_taken_total) - taken0;
@@ -129,13 +204,13 @@ void space_refresh_if_old(struct rp_fs *fs)
 		space_refresh(fs);
 }
 
-/* A refresh reads every pool's whole bitmap, so it is done when the count
- * may be wrong, not per call: our allocations are counted as they are
- * made (space_taken), our frees and a pool lost or back make the next call
- * reread, and what other clients of shared pools did shows within
- * max_age_ms. That bounds the
- * cost of statfs and of growing operations on a nearly full volume by
- * time, not by calls. */
+/* A refresh costs one fetch-and-add per pool (the whole bitmap for a pool
+ * from an older server), so it is done when the count may be wrong, not
+ * per call: our allocations are counted as they are made (space_taken),
+ * our frees and a pool lost or back make the next call read again, and
+ * what other clients of shared pools did shows within max_age_ms. That
+ * bounds the cost of statfs and of growing operations on a nearly full
+ * volume by time, not by calls. */
 void space_refresh_within(struct rp_fs *fs, uint64_t max_age_ms)
 {
 	if (atomic_load(&fs->ps->frees) == atomic_load(&fs->space_frees_seen) &&

@@ -92,8 +92,10 @@ static void merge_span(struct rp_pool *p, uint64_t w0, const uint64_t *span, uin
 
 int rp_pool_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
 {
-	return rp_poolset_replicated(ps) ? replica_alloc(ps, pool, want, out)
-					 : pool_alloc_single(ps, pool, want, out);
+	int rc = rp_poolset_replicated(ps) ? replica_alloc(ps, pool, want, out)
+					   : pool_alloc_single(ps, pool, want, out);
+	pool_count_settle(ps, false);
+	return rc;
 }
 
 int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out)
@@ -130,6 +132,7 @@ int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struc
 		rc = rp_conn_read(p->conn, pool_word_off(p, w0), span, n * 8);
 		if (rc < 0)
 			return rc;
+		rp_count(&p->stats.bitmap_read_bytes, n * 8);
 		rc = claim_in_span(p, pool, w0, span, n, want, out);
 		if (rc < 0)
 			return rc;
@@ -176,6 +179,7 @@ static void note_freed(struct rp_pool *p, uint64_t w, uint64_t val)
 int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e)
 {
 	int rc = rp_poolset_replicated(ps) ? replica_free_many(ps, e, 1) : pool_free_single(ps, e);
+	pool_count_settle(ps, true);
 	atomic_fetch_add(&ps->frees, 1);
 	return rc;
 }
@@ -265,6 +269,7 @@ static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool c
 		} else if (cas && ops[j].result == f->v) {
 			f->status = 0;
 			note_freed(p, f->w, f->v & ~f->mask);
+			pool_count_bits(p, f->v, f->v & ~f->mask);
 		} else {
 			f->v = ops[j].result; /* read, or lost a race: retry with it */
 			if ((f->v & f->mask) != f->mask) {
@@ -310,6 +315,7 @@ int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n
 {
 	int rc = rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
 					   : pool_free_many_single(ps, v, n);
+	pool_count_settle(ps, true);
 	atomic_fetch_add(&ps->frees, 1);
 	return rc;
 }
@@ -380,17 +386,93 @@ int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
 		free(w);
 		return rc;
 	}
+	rp_count(&p->stats.bitmap_read_bytes, p->sb.bitmap_words * 8);
 	*words = w;
 	return 0;
 }
 
-int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, uint64_t *free_blocks, uint64_t *total)
+/* ---- the used-block count ---- */
+
+/* Changes of the allocation path handed over once this many blocks wait:
+ * what other clients' free counts miss of ours (and what a crash leaves
+ * uncounted) stays this small, at one fetch-and-add per as many blocks. */
+#define COUNT_BATCH 1024
+
+/* Hand over what p holds back, on its connection as it is (the caller
+ * made sure it is up; nothing here reconnects, since frees settle under
+ * the filesystem lock). A fetch-and-add that failed before it was posted
+ * (no connection) did nothing: its amount waits for the next one. One that
+ * timed out or broke with its connection may have been applied, and is
+ * not sent twice. */
+static int count_add(struct rp_pool *p, uint64_t *used)
 {
-	uint64_t *w;
-	int rc = rp_pool_read_bitmap(ps, pool, &w);
+	int64_t d = atomic_exchange(&p->count_pending, 0);
+	uint64_t old = 0;
+	int rc = rp_conn_faa(p->conn, RP_COUNT_OFFSET, (uint64_t)d, &old);
+	if (rc == -ENOTCONN)
+		atomic_fetch_add(&p->count_pending, d);
+	if (rc == 0 && used)
+		*used = old + (uint64_t)d;
+	return rc;
+}
+
+void pool_count_settle(struct rp_poolset *ps, bool all)
+{
+	for (size_t k = 0; ps->ids && k < ps->npeers; k++) {
+		uint32_t i = ps->ids[k];
+		struct rp_pool *p = &ps->pools[i];
+		int64_t d = atomic_load(&p->count_pending);
+		if (d == 0 || (!all && d > 0 && d < COUNT_BATCH))
+			continue;
+		if (!atomic_load(&p->counted))
+			atomic_store(&p->count_pending, 0); /* no count to move */
+		else if (rp_pool_connected(ps, i))
+			count_add(p, NULL); /* (a pool down keeps its amount) */
+	}
+}
+
+void rp_poolset_count_flush(struct rp_poolset *ps)
+{
+	pool_count_settle(ps, true);
+}
+
+int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used)
+{
+	struct rp_pool *p = NULL;
+	int rc = get_pool(ps, pool, &p);
 	if (rc < 0)
 		return rc;
+	if (!atomic_load(&p->counted))
+		return -EOPNOTSUPP;
+	return count_add(p, used);
+}
+
+int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta)
+{
+	struct rp_pool *p = NULL;
+	int rc = get_pool(ps, pool, &p);
+	if (rc < 0)
+		return rc;
+	if (!atomic_load(&p->counted))
+		return -EOPNOTSUPP;
+	atomic_fetch_add(&p->count_pending, delta);
+	return count_add(p, NULL);
+}
+
+int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, bool from_bitmap, uint64_t *free_blocks,
+		  uint64_t *total)
+{
+	uint64_t *w, used;
+	int rc = from_bitmap ? -EOPNOTSUPP : rp_pool_used(ps, pool, &used);
 	struct rp_pool *p = &ps->pools[pool];
+	if (rc == 0) {
+		/* (a count a crash left short may go below 0: nothing is used) */
+		*free_blocks = p->sb.nblocks - ((int64_t)used < 0 ? 0 : RP_MIN(used, p->sb.nblocks));
+		*total = p->sb.nblocks;
+		return 0;
+	}
+	if (rc != -EOPNOTSUPP || (rc = rp_pool_read_bitmap(ps, pool, &w)) < 0)
+		return rc;
 	*free_blocks = rp_bitmap_count_free(w, p->sb.bitmap_words);
 	*total = p->sb.nblocks;
 	free(w);

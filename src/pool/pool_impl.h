@@ -41,8 +41,22 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
 int replica_rw(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *ios, size_t n);
 
+/* allocator.c: the pool's used-block count. A bitmap word that went from
+ * before to after by our CAS moves the count by the bits it changed; the
+ * change waits in count_pending until pool_count_settle hands it over. */
+static inline void pool_count_bits(struct rp_pool *p, uint64_t before, uint64_t after)
+{
+	int64_t d = (int64_t)__builtin_popcountll(after) - (int64_t)__builtin_popcountll(before);
+	if (d)
+		atomic_fetch_add(&p->count_pending, d);
+}
+/* Hand over what waits: always (all), or only frees and large amounts (the
+ * allocation path: one fetch-and-add per many CASes). */
+void pool_count_settle(struct rp_poolset *ps, bool all);
+
 /* Every CAS the pool layer makes, counted: attempts, and failures (an
- * error or a word that had changed: a lost race). */
+ * error or a word that had changed: a lost race). One that changed a
+ * bitmap word moves the used-block count too. */
 static inline int pool_cas(struct rp_pool *p, uint64_t off, uint64_t expect, uint64_t desired,
 			   uint64_t *old)
 {
@@ -50,6 +64,8 @@ static inline int pool_cas(struct rp_pool *p, uint64_t off, uint64_t expect, uin
 	rp_count(&p->stats.cas, 1);
 	if (rc < 0 || *old != expect)
 		rp_count(&p->stats.cas_failed, 1);
+	else if (off >= RP_BITMAP_OFFSET && off < p->sb.bitmap_off + p->sb.bitmap_words * 8)
+		pool_count_bits(p, expect, desired); /* (home and lease words: no p->sb read) */
 	return rc;
 }
 

@@ -31,6 +31,10 @@ static int one_pool(struct rp_poolset *ps, struct rp_pool *p)
 	rc |= rp_metric_counter(ps, "rdmapool_pool_written_bytes_total", l,
 				"Bytes written to the pool, every copy counted where it went.",
 				&p->stats.written_bytes);
+	rc |= rp_metric_counter(ps, "rdmapool_pool_bitmap_read_bytes_total", l,
+				"Bytes of the allocation bitmap read (allocation spans, whole "
+				"bitmaps where the pool keeps no used-block count).",
+				&p->stats.bitmap_read_bytes);
 	rc |= rp_metric_hist(ps, "rdmapool_pool_op_seconds", l,
 			     "Transport round trips to the pool: from posting a batch of one-sided "
 			     "operations to its last completion.",

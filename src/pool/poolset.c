@@ -15,6 +15,25 @@
 
 static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl);
 
+/* Whether the pool keeps a used-block count, and since which server start:
+ * a count set again since (a restart counts the bitmap, which holds our
+ * CASes already; a replacement pool has none of them) must not get the
+ * changes held back for the one before. On a new connection, before
+ * anyone else uses it. */
+static int count_check(struct rp_pool *p)
+{
+	uint64_t w[2] = { 0, 0 }; /* the tag, the start */
+	int rc = rp_conn_read(p->conn, RP_COUNT_TAG_OFFSET, w, sizeof(w));
+	if (rc < 0)
+		return rc;
+	bool counted = w[0] == RP_COUNT_TAG;
+	if (!counted || w[1] != p->count_start)
+		atomic_store(&p->count_pending, 0);
+	p->count_start = w[1];
+	atomic_store(&p->counted, counted);
+	return 0;
+}
+
 static int check_sb(struct rp_pool *p, const struct rp_cluster *cl)
 {
 	int rc = check_sb_body(p, cl);
@@ -63,6 +82,10 @@ static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 			 (unsigned long long)p->sb.region_size,
 			 (unsigned long long)rp_conn_region_size(p->conn));
 		return -EINVAL;
+	}
+	if ((rc = count_check(p)) < 0) {
+		snprintf(p->err, sizeof(p->err), "reading the used-block count: %s", strerror(-rc));
+		return rc;
 	}
 	return 0;
 }
@@ -158,6 +181,7 @@ void rp_poolset_close(struct rp_poolset *ps)
 	if (!ps)
 		return;
 	rp_metrics_drop(ps); /* before what they point at goes */
+	rp_poolset_count_flush(ps); /* our last changes to the pools' used counts */
 	for (size_t i = 0; ps->pools && i < ps->n; i++) {
 		rp_conn_close(ps->pools[i].conn);
 		pthread_mutex_destroy(&ps->pools[i].mu);
@@ -252,6 +276,8 @@ int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited)
 		p->error = rc = -ESTALE;
 		goto out;
 	}
+	if (rc == 0)
+		rc = count_check(p);
 	if (rc == 0) {
 		p->span_n = 0; /* read the bitmap afresh */
 		p->revive_ok = true;
@@ -351,6 +377,8 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 			 "(start it with the same --size, or rebuild with the volume unmounted)", pool);
 		rc = -EINVAL;
 	}
+	if (rc == 0 && (rc = count_check(p)) < 0)
+		snprintf(err, errlen, "peer %u: reading the used-block count: %s", pool, strerror(-rc));
 	if (rc == 0) {
 		p->sb = sb;
 		p->span_n = 0;

@@ -179,6 +179,7 @@ int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp
 			int rc = rp_conn_read(p[j]->conn, pool_word_off(p[j], w0), span[j], n * 8);
 			if (rc < 0)
 				return rc;
+			rp_count(&p[j]->stats.bitmap_read_bytes, n * 8);
 		}
 		for (uint64_t i = 0; i < n; i++) {
 			unsigned bit, len;
@@ -212,6 +213,7 @@ static int unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, u
 int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count)
 {
 	int rc = unclaim_exact(ps, pool, block, count);
+	pool_count_settle(ps, true);
 	atomic_fetch_add(&ps->frees, 1);
 	return rc;
 }

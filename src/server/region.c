@@ -2,6 +2,7 @@
 #include "config.h"
 #include "region.h"
 
+#include <rdmapool/bitmap.h>
 #include <rdmapool/layout.h>
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>
@@ -159,7 +160,7 @@ static void format(struct rp_region *r, const struct rp_pool_sb *geo, const stru
 	/* Home area and bitmap first, superblock last: a crash mid-format leaves
 	 * no valid superblock, so the next start formats again. */
 	memset(r->base, 0, RP_SB_SIZE);
-	memset(r->base + RP_HOME_OFFSET, 0, RP_HOME_SIZE);
+	memset(r->base + RP_HOME_OFFSET, 0, RP_BITMAP_OFFSET - RP_HOME_OFFSET);
 	memset(r->base + sb.bitmap_off, 0, sb.bitmap_words * 8);
 	uint64_t tail = rp_layout_tail_mask(&sb);
 	if (tail)
@@ -170,8 +171,40 @@ static void format(struct rp_region *r, const struct rp_pool_sb *geo, const stru
 		(unsigned long long)sb.nblocks, sb.block_size, sb.cluster_name, peer_id);
 }
 
+/* The used-block count from the bitmap itself, at every start: clients
+ * keep it moving from then on, and whatever a client that died between a
+ * CAS and its count left wrong is right again after a restart. Before any
+ * client can connect, so nothing changes the bitmap meanwhile. */
+static void count_used(struct rp_region *r)
+{
+	struct rp_pool_sb sb;
+	if (rp_sb_decode(r->base, &sb) < 0)
+		return;
+	uint64_t free_bits = rp_bitmap_count_free((const uint64_t *)(r->base + sb.bitmap_off),
+						  sb.bitmap_words);
+	uint64_t used = sb.nblocks - RP_MIN(free_bits, sb.nblocks), tag = RP_COUNT_TAG, start;
+	rp_random_bytes(&start, sizeof(start));
+	memcpy(r->base + RP_COUNT_OFFSET, &used, 8);
+	memcpy(r->base + RP_COUNT_TAG_OFFSET, &tag, 8);
+	memcpy(r->base + RP_COUNT_START_OFFSET, &start, 8);
+	rp_info("pool: %llu of %llu blocks in use", (unsigned long long)used,
+		(unsigned long long)sb.nblocks);
+}
+
+static int prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t peer_id,
+		   bool reformat, char *err, size_t errlen);
+
 int rp_region_prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t peer_id,
 		      bool reformat, char *err, size_t errlen)
+{
+	int rc = prepare(r, cl, peer_id, reformat, err, errlen);
+	if (rc == 0)
+		count_used(r);
+	return rc;
+}
+
+static int prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t peer_id,
+		   bool reformat, char *err, size_t errlen)
 {
 	struct rp_pool_sb geo, sb;
 	int rc = rp_layout_compute(r->size, cl->block_size, &geo);

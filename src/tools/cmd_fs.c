@@ -110,6 +110,10 @@ int cmd_fsck(int argc, char **argv)
 	       (unsigned long long)rep.data_blocks, (unsigned long long)rep.log_blocks,
 	       (unsigned long long)rep.errors, (unsigned long long)rep.leaked,
 	       (unsigned long long)rep.repaired);
+	if (rep.counts_off)
+		printf("%llu pool(s) with a used-block count off (free space far from full is "
+		       "read from it), %llu set right%s\n", (unsigned long long)rep.counts_off,
+		       (unsigned long long)rep.counts_set, repair ? "" : " (--repair sets them)");
 	if (rc < 0)
 		fprintf(stderr, "rdmapool fsck: %s\n", err[0] ? err : strerror(-rc));
 	rp_poolset_close(ps);

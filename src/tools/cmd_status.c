@@ -48,7 +48,7 @@ int cmd_status(int argc, char **argv)
 		char addr[300], size[32], used[32], freeb[32], rtt[32] = "-";
 		uint64_t nfree = 0, total = 0;
 		snprintf(addr, sizeof(addr), "%s:%u", p->peer.host, p->peer.port);
-		int rc = rp_pool_up(p) ? rp_pool_usage(ps, i, &nfree, &total) : p->error;
+		int rc = rp_pool_up(p) ? rp_pool_usage(ps, i, false, &nfree, &total) : p->error;
 		if (rc == 0) {
 			uint64_t samples[9];
 			uint8_t probe[64];
