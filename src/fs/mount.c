@@ -585,6 +585,10 @@ int rp_fs_unmount(struct rp_fs *fs)
 	int rc = 0;
 	if (!fs)
 		return 0;
+	/* The background thread and an online rebuild first: a rebuild that
+	 * finished after the final flush would checkpoint a log that the
+	 * unmount then no longer looks after (its old segments leaked). */
+	bg_stop(fs);
 	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
 		/* A mounter that comes now waits for us instead of refusing; the
 		 * lease thread keeps renewing through the last flush, which may be
@@ -604,9 +608,8 @@ int rp_fs_unmount(struct rp_fs *fs)
 		rp_mutex_unlock(&fs->mu);
 		prealloc_return(fs);
 	}
-	bg_stop(fs);
-	/* the background thread's last round is over: what it left is tried
-	 * once more while the lease is still ours */
+	/* what the background thread's last round left is tried once more
+	 * while the lease is still ours */
 	size_t left = !fs->ro && !atomic_load(&fs->lease_lost) ? diverged_resync(fs) : 0;
 	if (left)
 		rp_warn("volume \"%s\": %zu range(s) of files whose writes failed may still "
