@@ -456,6 +456,7 @@ struct rp_fs {
 	uint64_t alloc_counter;
 	/* space.c: free blocks in the pools (an estimate between refreshes) */
 	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
+	atomic_bool space_exact; /* the last refresh read bitmaps, not counts */
 	_Atomic uint64_t space_frees_seen; /* ps->frees when it was last read */
 	_Atomic uint64_t space_conns_seen; /* and which pools counted, how */
 	_Atomic uint64_t space_taken_total; /* every space_taken, ever */

@@ -585,10 +585,6 @@ int rp_fs_unmount(struct rp_fs *fs)
 	int rc = 0;
 	if (!fs)
 		return 0;
-	/* The background thread and an online rebuild first: a rebuild that
-	 * finished after the final flush would checkpoint a log that the
-	 * unmount then no longer looks after (its old segments leaked). */
-	bg_stop(fs);
 	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
 		/* A mounter that comes now waits for us instead of refusing; the
 		 * lease thread keeps renewing through the last flush, which may be
@@ -598,6 +594,12 @@ int rp_fs_unmount(struct rp_fs *fs)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
 				fs->vol.name);
 		rp_mutex_unlock(&fs->lease_mu);
+	}
+	/* The background thread and an online rebuild before the final
+	 * flush: a rebuild that finished after it would checkpoint a log that
+	 * the unmount then no longer looks after (its old segments leaked). */
+	bg_stop(fs);
+	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)
@@ -607,6 +609,9 @@ int rp_fs_unmount(struct rp_fs *fs)
 		held_drain(fs, HELD_DRAIN_MS);
 		rp_mutex_unlock(&fs->mu);
 		prealloc_return(fs);
+		/* the pools' used-block counts get our last changes while the
+		 * lease is ours: an fsck --repair after it sees them final */
+		rp_poolset_count_flush(fs->ps);
 	}
 	/* what the background thread's last round left is tried once more
 	 * while the lease is still ours */

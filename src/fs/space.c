@@ -19,14 +19,15 @@
 
 #define SLACK_MIN_SEGMENTS 16 /* 4 MiB of log at 4 KiB blocks */
 #define SLACK_PERCENT 1
-#define REFRESH_MS 1000
+#define REFRESH_MS 1000         /* from the counts: one fetch-and-add per pool */
+#define REFRESH_BITMAPS_MS 5000 /* from whole bitmaps */
 #define CHECK_MAX_AGE_MS 100 /* a growing operation near the reserve */
 #define SETTLE_MIN_ATTEMPTS 3
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 #define SETTLE_FORGET_MS 1000 /* how recent an unlink of a held file is waited for */
-/* Within this many reserves of free space the counts are not trusted (an
- * estimate, or left off by a crash) and the bitmaps are read instead */
+/* Within this many reserves of free space the counts are not trusted (one
+ * a crash left short) and the bitmaps are read instead */
 #define EXACT_WITHIN_RESERVES 2
 
 /* Replicated: an extent needs the same block number free on replicas
@@ -55,67 +56,17 @@ static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
 	return all ? nring / n : got + (run + first) / n;
 }
 
-/* Extents' copies that fit in the ring by the pools' sizes alone (size[i]
- * 0: ring[i] counts for nothing): block numbers below the smallest size
- * fit what the whole ring does, and so on up, one sum per distinct size. */
-static uint64_t ring_fits(const uint64_t *size, uint32_t nring, uint32_t n)
-{
-	uint64_t t = 0, below = 0;
-	for (;;) {
-		uint64_t next = UINT64_MAX;
-		bool exists[RP_RING_MAX];
-		for (uint32_t i = 0; i < nring; i++)
-			if (size[i] > below)
-				next = RP_MIN(next, size[i]);
-		if (next == UINT64_MAX)
-			return t;
-		for (uint32_t i = 0; i < nring; i++)
-			exists[i] = size[i] >= next;
-		t += fits(exists, nring, n) * (next - below);
-		below = next;
-	}
-}
-
-/* From the pools' used-block counts, one fetch-and-add each: the ring's
- * extents are the blocks its pools hold over n, and each took one of what
- * fits at its block number. Exact while the ring's pools hold only this
- * ring's extents, placed as allocation places them; otherwise (other
- * volumes on the same pools, a ring of 6 with 2 copies whose extents
- * strand single pools, a count a crash left off) an estimate, which may be
- * too high: near the reserve the bitmaps are read instead (space_refresh).
- * -EAGAIN with a ring pool stale or unreachable, -EOPNOTSUPP with one that
- * keeps no count (an older server): the bitmaps are read then too. */
-static int space_replicated_counted(struct rp_fs *fs, const struct rp_volplace *pl,
-				    uint64_t *total, uint64_t *nfree)
-{
-	uint64_t size[RP_RING_MAX] = { 0 }, used = 0;
-	for (uint32_t i = 0; i < pl->nring; i++) {
-		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
-		uint64_t u = 0;
-		if (p->stale || !rp_pool_connected(fs->ps, pl->ring[i]))
-			return -EAGAIN;
-		int rc = rp_pool_used(fs->ps, pl->ring[i], &u);
-		if (rc < 0)
-			return rc == -EOPNOTSUPP ? rc : -EAGAIN;
-		size[i] = p->sb.nblocks;
-		used += (int64_t)u < 0 ? 0 : RP_MIN(u, size[i]);
-	}
-	uint64_t fit = ring_fits(size, pl->nring, pl->replicas);
-	uint64_t extents = (used + pl->replicas - 1) / pl->replicas;
-	*total = fit;
-	*nfree = fit > extents ? fit - extents : 0;
-	return 0;
-}
-
-/* From the bitmaps, block number by block number: exact, and what a pool
- * from an older server, which keeps no used-block count, needs. */
-static int space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
+/* From the bitmaps, block number by block number. The pools' used-block
+ * counts cannot give this: they say how many blocks each pool holds, not
+ * at which block numbers, and where the others' free blocks lie decides
+ * what fits (another volume's blocks on a ring pool, or two extents that
+ * leave single pools between them in a ring of 3n or more, make free
+ * blocks that no extent can use; an estimate from counts would be too
+ * high and let growing operations into the reserve). */
+static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, words = 0, t = 0, f = 0;
-	int rc = exact ? -EAGAIN : space_replicated_counted(fs, pl, total, nfree);
-	if (rc == 0)
-		return 0;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
 		words = RP_MAX(words, p->sb.bitmap_words);
@@ -136,7 +87,7 @@ static int space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint6
 		free(bm[i]);
 	*total = t;
 	*nfree = f;
-	return 1; /* from the bitmaps */
+	return 0;
 }
 
 /* which pools count and how, as one word (FNV-1a over each pool's id and
@@ -159,20 +110,24 @@ static uint64_t connected_sig(const struct rp_fs *fs)
  * counts or (exact) their bitmaps. A pool we cannot read counts its size
  * and nothing free: allocation cannot use it, and statfs still answers (df
  * on a degraded cluster works, as on any filesystem, instead of failing
- * with EIO). Returns 1 when the bitmaps were read for a replicated volume
- * (its counts gave no estimate), else 0. */
-static int space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
+ * with EIO). Returns whether any bitmap was read: always with replicas, and
+ * for a pool whose server keeps no count (an older one). */
+static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
 {
 	*total = *nfree = 0;
-	if (rp_poolset_replicated(fs->ps))
-		return space_replicated(fs, exact, total, nfree);
+	if (rp_poolset_replicated(fs->ps)) {
+		space_replicated(fs, total, nfree);
+		return true;
+	}
 	for (size_t k = 0; k < fs->ps->npeers; k++) {
-		uint64_t f = 0, t = fs->ps->pools[fs->ps->ids[k]].sb.nblocks;
+		const struct rp_pool *p = &fs->ps->pools[fs->ps->ids[k]];
+		uint64_t f = 0, t = p->sb.nblocks;
+		exact |= !atomic_load(&p->counted);
 		rp_pool_usage(fs->ps, fs->ps->ids[k], exact, &f, &t);
 		*total += t;
 		*nfree += f;
 	}
-	return 0;
+	return exact;
 }
 
 void space_refresh(struct rp_fs *fs)
@@ -183,12 +138,16 @@ void space_refresh(struct rp_fs *fs)
 	uint64_t taken0 = atomic_load(&fs->space_taken_total);
 	atomic_store(&fs->space_frees_seen, atomic_load(&fs->ps->frees));
 	atomic_store(&fs->space_conns_seen, connected_sig(fs));
-	/* near the reserve (or with the counts' estimate not to be had) the
-	 * bitmaps, exactly: growing operations must not get into it on a
-	 * count too high */
-	if (space_pools(fs, false, &total, &nfree) == 0 &&
-	    nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs))
-		space_pools(fs, true, &total, &nfree);
+	/* near the reserve the bitmaps, exactly: growing operations must not
+	 * get into it on a count a crash left short (the reserve from the
+	 * size just found: the first refresh has none before) */
+	bool exact = space_pools(fs, false, &total, &nfree);
+	atomic_store(&fs->space_total, total);
+	if (!exact && nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs))
+		exact = space_pools(fs, true, &total, &nfree);
+	if (exact) /* what we hold back for the counts goes on its way all the same */
+		rp_poolset_count_flush(fs->ps);
+	atomic_store(&fs->space_exact, exact);
 	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
 	nfree += prealloc_held(fs);
 	uint64_t since = atomic_load(&fs->space_taken_total) - taken0;
@@ -200,7 +159,8 @@ void space_refresh(struct rp_fs *fs)
 
 void space_refresh_if_old(struct rp_fs *fs)
 {
-	if (rp_now_ms() - atomic_load(&fs->space_refreshed_ms) >= REFRESH_MS)
+	uint64_t every = atomic_load(&fs->space_exact) ? REFRESH_BITMAPS_MS : REFRESH_MS;
+	if (rp_now_ms() - atomic_load(&fs->space_refreshed_ms) >= every)
 		space_refresh(fs);
 }
 

@@ -268,8 +268,8 @@ static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool c
 			f->status = ops[j].status;
 		} else if (cas && ops[j].result == f->v) {
 			f->status = 0;
+			pool_count_bits(p, f->v, f->v & ~f->mask); /* before note_freed's lock */
 			note_freed(p, f->w, f->v & ~f->mask);
-			pool_count_bits(p, f->v, f->v & ~f->mask);
 		} else {
 			f->v = ops[j].result; /* read, or lost a race: retry with it */
 			if ((f->v & f->mask) != f->mask) {
@@ -418,7 +418,7 @@ static int count_add(struct rp_pool *p, uint64_t *used)
 
 void pool_count_settle(struct rp_poolset *ps, bool all)
 {
-	for (size_t k = 0; ps->ids && k < ps->npeers; k++) {
+	for (size_t k = 0; ps->ids && ps->pools && k < ps->npeers; k++) {
 		uint32_t i = ps->ids[k];
 		struct rp_pool *p = &ps->pools[i];
 		int64_t d = atomic_load(&p->count_pending);

@@ -363,6 +363,9 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 	uint8_t buf[RP_SB_SIZE];
 	struct rp_pool_sb sb;
 	rp_mutex_lock(&p->mu, RP_LK_POOL);
+	/* not up for other threads (a settle of the used-block count) until
+	 * count_check has seen which server start it talks to */
+	atomic_store(&p->validating, true);
 	int rc = adopt_connect(ps, p, err, errlen);
 	if (rc == 0 && (rc = rp_conn_read(p->conn, 0, buf, sizeof(buf))) < 0)
 		snprintf(err, errlen, "peer %u: reading the superblock: %s", pool, strerror(-rc));
@@ -385,6 +388,7 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 		p->error = 0;
 		p->err[0] = 0;
 	}
+	atomic_store(&p->validating, false);
 	rp_mutex_unlock(&p->mu);
 	return rc < 0 ? rc : bufs_register(ps, pool);
 }

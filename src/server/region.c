@@ -183,7 +183,8 @@ static void count_used(struct rp_region *r)
 	uint64_t free_bits = rp_bitmap_count_free((const uint64_t *)(r->base + sb.bitmap_off),
 						  sb.bitmap_words);
 	uint64_t used = sb.nblocks - RP_MIN(free_bits, sb.nblocks), tag = RP_COUNT_TAG, start;
-	rp_random_bytes(&start, sizeof(start));
+	if (rp_random_bytes(&start, sizeof(start)) < 0)
+		start = rp_wall_ns() ^ (uint64_t)getpid() << 32; /* differs from the last start */
 	memcpy(r->base + RP_COUNT_OFFSET, &used, 8);
 	memcpy(r->base + RP_COUNT_TAG_OFFSET, &tag, 8);
 	memcpy(r->base + RP_COUNT_START_OFFSET, &start, 8);
