@@ -390,8 +390,8 @@ static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
 }
 
 /* Each pool's used-block count against its bitmap. A count that differs
- * is no damage (it only moves what statfs shows: a client died between a
- * CAS and counting it): said, and set right with repair. Not compared
+ * is no damage (a client died between a CAS and counting it; it moves only
+ * the free space read far from full): said, and set right with repair. Not compared
  * while a volume is mounted read-write: its mounter's last changes may
  * not be counted yet. Leaks freed meanwhile moved both alike. */
 static void check_counts(struct fsck *f, bool repair)
