@@ -3,6 +3,7 @@
 #ifndef RDMAPOOL_BITMAP_H
 #define RDMAPOOL_BITMAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,5 +20,18 @@ int rp_bitmap_find_run(uint64_t word, unsigned want, unsigned *bit, unsigned *le
 
 /* Number of zero bits in n words. */
 uint64_t rp_bitmap_count_free(const uint64_t *words, size_t n);
+
+/* Replicas: an extent's n copies take the same block number on n
+ * consecutive pools of a ring, so a block number holds as many extents as
+ * there are disjoint runs of n neighbouring pools (round the ring) with it
+ * free. free_at[i] says whether ring pool i has it free. */
+uint32_t rp_ring_fits(const bool *free_at, uint32_t nring, uint32_t n);
+/* Over every block number of a ring of nring pools (bm[i]: pool i's bitmap,
+ * NULL when nothing on it counts as free; nblocks[i]: its size): the extents
+ * that fit by size (*total) and in the free blocks (the result). A word
+ * that every pool has wholly, and where each bit is free everywhere or
+ * nowhere, costs a few operations, not 64 block numbers. */
+uint64_t rp_ring_free(const uint64_t *const *bm, const uint64_t *nblocks, uint32_t nring,
+		      uint32_t n, uint64_t *total);
 
 #endif

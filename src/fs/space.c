@@ -10,6 +10,7 @@
 #include "config.h"
 #include "fs_impl.h"
 
+#include <rdmapool/bitmap.h>
 #include <rdmapool/lock_order.h>
 #include <rdmapool/util.h>
 
@@ -34,29 +35,8 @@
  * consecutive ring pools, so size and free space are counted per block
  * number (what allocation can really use: at ENOSPC the free space is 0, as
  * on a volume without copies; a ring of 3 with 2 copies holds one pool's
- * worth, not one and a half). A stale or unconnected pool has nothing free. */
-/* How many extents' copies fit at one block number: free[i] says whether
- * ring[i] has it free; arcs of L consecutive free pools hold L / n each. */
-static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
-{
-	uint32_t run = 0, first = 0, got = 0;
-	bool all = true;
-	for (uint32_t i = 0; i < nring; i++) {
-		all &= free_at[i];
-		if (free_at[i]) {
-			run++;
-			continue;
-		}
-		if (run == i)
-			first = run; /* the leading arc joins the trailing one round the ring */
-		else
-			got += run / n;
-		run = 0;
-	}
-	return all ? nring / n : got + (run + first) / n;
-}
-
-/* From the bitmaps, block number by block number. The pools' used-block
+ * worth, not one and a half; rp_ring_free). A stale or unconnected pool has
+ * nothing free. This reads the bitmaps whole: the pools' used-block
  * counts cannot give this: they say how many blocks each pool holds, not
  * at which block numbers, and where the others' free blocks lie decides
  * what fits (another volume's blocks on a ring pool, or two extents that
@@ -66,27 +46,16 @@ static uint32_t fits(const bool *free_at, uint32_t nring, uint32_t n)
 static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
-	uint64_t *bm[RP_RING_MAX] = { 0 }, words = 0, t = 0, f = 0;
+	uint64_t *bm[RP_RING_MAX] = { 0 }, size[RP_RING_MAX] = { 0 };
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
-		words = RP_MAX(words, p->sb.bitmap_words);
+		size[i] = p->sb.nblocks;
 		if (!p->stale && rp_pool_connected(fs->ps, pl->ring[i]))
 			rp_pool_read_bitmap(fs->ps, pl->ring[i], &bm[i]); /* NULL: nothing free */
 	}
-	for (uint64_t b = 0; b < words * 64; b++) {
-		bool exists[RP_RING_MAX], free_at[RP_RING_MAX];
-		for (uint32_t i = 0; i < pl->nring; i++) {
-			const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
-			exists[i] = b < p->sb.nblocks;
-			free_at[i] = exists[i] && bm[i] && !((bm[i][b / 64] >> (b % 64)) & 1);
-		}
-		t += fits(exists, pl->nring, pl->replicas);
-		f += fits(free_at, pl->nring, pl->replicas);
-	}
+	*nfree = rp_ring_free((const uint64_t *const *)bm, size, pl->nring, pl->replicas, total);
 	for (uint32_t i = 0; i < pl->nring; i++)
 		free(bm[i]);
-	*total = t;
-	*nfree = f;
 	return 0;
 }
 

@@ -5,6 +5,93 @@
 
 #include <rdmapool/bitmap.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static uint64_t rng_state;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* The reference for rp_ring_free: every block number, one at a time. */
+static uint64_t ring_free_naive(uint64_t *const *bm, const uint64_t *nblocks, uint32_t nring,
+				uint32_t n, uint64_t *total)
+{
+	uint64_t words = 0, t = 0, f = 0;
+	for (uint32_t i = 0; i < nring; i++)
+		words = (nblocks[i] + 63) / 64 > words ? (nblocks[i] + 63) / 64 : words;
+	for (uint64_t b = 0; b < words * 64; b++) {
+		bool exists[8], free_at[8];
+		for (uint32_t i = 0; i < nring; i++) {
+			exists[i] = b < nblocks[i];
+			free_at[i] = exists[i] && bm[i] && !((bm[i][b / 64] >> (b % 64)) & 1);
+		}
+		t += rp_ring_fits(exists, nring, n);
+		f += rp_ring_fits(free_at, nring, n);
+	}
+	*total = t;
+	return f;
+}
+
+/* A word as allocation leaves them: empty, full, one extent's pattern
+ * shared with the ring's other pools, or anything. */
+static uint64_t some_word(uint64_t shared)
+{
+	switch (rng() % 5) {
+	case 0: return 0;
+	case 1: return ~0ull;
+	case 2: return shared;
+	case 3: return shared | rng() % 4;
+	default: return rng() & rng();
+	}
+}
+
+/* Random rings of 1 to 8 pools of unequal sizes, 1 to 4 copies, some pools
+ * unreadable; rp_ring_free must agree with the reference everywhere. */
+static void ring_free_random(uint64_t seed)
+{
+	int bad = 0;
+	rng_state = seed | 1;
+	for (int round = 0; round < 2000 && !bad; round++) {
+		uint32_t nring = 1 + (uint32_t)(rng() % 8), n = 1 + (uint32_t)(rng() % 4);
+		uint64_t nblocks[8], *bm[8] = { 0 }, words = 1 + rng() % 6;
+		for (uint32_t i = 0; i < nring; i++) {
+			nblocks[i] = words * 64 - (rng() % 3 ? 0 : rng() % 100);
+			if (nblocks[i] > words * 64 || rng() % 7 == 0)
+				nblocks[i] = words * 64;
+			bm[i] = rng() % 9 ? calloc(words, 8) : NULL;
+		}
+		for (uint64_t w = 0; w < words; w++) {
+			uint64_t shared = rng() & rng();
+			for (uint32_t i = 0; i < nring; i++)
+				if (bm[i])
+					bm[i][w] = some_word(shared);
+		}
+		uint64_t t1, t2, f1, f2;
+		f1 = rp_ring_free((const uint64_t *const *)bm, nblocks, nring, n, &t1);
+		f2 = ring_free_naive(bm, nblocks, nring, n, &t2);
+		if (f1 != f2 || t1 != t2) {
+			for (uint32_t i = 0; i < nring; i++)
+				printf("# pool %u: %llu blocks%s\n", i, (unsigned long long)nblocks[i], bm[i] ? "" : ", unread");
+			bad = 1;
+			printf("# seed %llu round %d: ring %u copies %u: free %llu, reference %llu; "
+			     "total %llu, reference %llu", (unsigned long long)seed, round, nring, n,
+			     (unsigned long long)f1, (unsigned long long)f2, (unsigned long long)t1,
+			     (unsigned long long)t2);
+			printf("\n");
+		}
+		for (uint32_t i = 0; i < nring; i++)
+			free(bm[i]);
+	}
+	ok(!bad, "2000 random rings (seed %llu): rp_ring_free agrees with counting block by block",
+	   (unsigned long long)seed);
+}
+
 int main(void)
 {
 	unsigned bit = 99, len = 99;
@@ -44,5 +131,13 @@ int main(void)
 		}
 	}
 	ok(bad == 0, "200000 random words: every claimed run was free (%d bad)", bad);
+
+	bool f3[3] = { true, true, true }, f3b[3] = { true, false, true }, f4[4] = { true, false, true, false };
+	ok(rp_ring_fits(f3, 3, 2) == 1, "a ring of 3 free holds one extent of 2 copies");
+	ok(rp_ring_fits(f3b, 3, 2) == 1, "the free ends of a ring of 3 are neighbours");
+	ok(rp_ring_fits(f4, 4, 2) == 0, "single free pools between used ones hold nothing");
+	const char *env = getenv("RP_TEST_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	ring_free_random(seed);
 	return tap_done();
 }
