@@ -1,4 +1,5 @@
-/* On-pool layout, version 1:
+/* On-pool layout, version 2 (version 1 is the same without the used-block
+ * count; see RP_LAYOUT_VERSION):
  *
  *   0        superblock (RP_SB_SIZE bytes)
  *   4 KiB    home area (RP_HOME_SIZE): volume records, owned by the fs layer
@@ -16,7 +17,14 @@
 #include <stdint.h>
 
 #define RP_POOL_MAGIC 0x314c4f4f50504452ull /* "RDPPOOL1" */
-#define RP_LAYOUT_VERSION 1
+/* 2: a pool that this version's clients use (used-block count; volumes
+ * with INTENT and REQ records, which older clients take for the end of the
+ * log). A server of this version formats version 2 and moves a version 1
+ * pool to 2 at start, so older servers and clients refuse the pool (their
+ * "layout version not supported") instead of misreading it; this version's
+ * clients also accept 1 (a pool an older server serves). */
+#define RP_LAYOUT_VERSION 2
+#define RP_LAYOUT_VERSION_MIN 1
 #define RP_SB_SIZE 4096
 #define RP_HOME_OFFSET 4096
 #define RP_HOME_SIZE (60 * 1024 - 64)

@@ -72,7 +72,7 @@ int rp_sb_decode(const uint8_t buf[RP_SB_SIZE], struct rp_pool_sb *sb)
 	if (sb->magic != RP_POOL_MAGIC)
 		return -ENODATA;
 	sb->layout_version = rp_get_le32(buf + SB_VERSION);
-	if (sb->layout_version != RP_LAYOUT_VERSION)
+	if (sb->layout_version < RP_LAYOUT_VERSION_MIN || sb->layout_version > RP_LAYOUT_VERSION)
 		return -EPROTO;
 	if (rp_get_le32(buf + SB_CSUM) != rp_crc32c(0, buf, SB_CSUM))
 		return -EBADMSG;

@@ -225,8 +225,9 @@ static int prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t pe
 		return 0;
 	}
 	if (rc == -EPROTO) {
-		snprintf(err, errlen, "%s: pool layout version %u, this server knows %u; refusing it",
-			 what, sb.layout_version, RP_LAYOUT_VERSION);
+		snprintf(err, errlen, "%s: pool layout version %u, this server knows %u to %u; "
+			 "refusing it", what, sb.layout_version, RP_LAYOUT_VERSION_MIN,
+			 RP_LAYOUT_VERSION);
 		return rc;
 	}
 	if (rc < 0) {
@@ -248,6 +249,15 @@ static int prepare(struct rp_region *r, const struct rp_cluster *cl, uint32_t pe
 		snprintf(err, errlen, "%s: pool has %u-byte blocks, the cluster file says %u; refusing it",
 			 what, sb.block_size, cl->block_size);
 		return -EINVAL;
+	}
+	if (sb.layout_version < RP_LAYOUT_VERSION) {
+		/* the mark that makes older binaries refuse it (layout.h) */
+		uint8_t buf[RP_SB_SIZE];
+		sb.layout_version = RP_LAYOUT_VERSION;
+		rp_sb_encode(&sb, buf);
+		memcpy(r->base, buf, RP_SB_SIZE);
+		rp_info("%s: pool layout moved to version %u: older servers and clients refuse it "
+			"from now on", what, RP_LAYOUT_VERSION);
 	}
 	rp_info("%s: existing pool kept: %llu blocks of %u bytes", what,
 		(unsigned long long)sb.nblocks, sb.block_size);

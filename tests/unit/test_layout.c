@@ -47,6 +47,18 @@ int main(void)
 	rp_sb_encode(&sb, buf);
 	ok(rp_sb_decode(buf, &back) == 0, "round trip decodes");
 	ok(memcmp(&sb, &back, sizeof(sb)) == 0, "round trip is identical");
+	struct rp_pool_sb v = sb;
+	uint8_t vbuf[RP_SB_SIZE];
+	v.layout_version = RP_LAYOUT_VERSION_MIN;
+	rp_sb_encode(&v, vbuf);
+	ok(rp_sb_decode(vbuf, &back) == 0 && back.layout_version == RP_LAYOUT_VERSION_MIN,
+	   "a version 1 pool (an older server's) still decodes");
+	v.layout_version = RP_LAYOUT_VERSION + 1;
+	rp_sb_encode(&v, vbuf);
+	ok(rp_sb_decode(vbuf, &back) == -EPROTO, "a newer layout version is refused");
+	v.layout_version = 0;
+	rp_sb_encode(&v, vbuf);
+	ok(rp_sb_decode(vbuf, &back) == -EPROTO, "version 0 is refused");
 
 	uint64_t tail = rp_layout_tail_mask(&sb);
 	ok(((sb.nblocks % 64) == 0 && tail == 0) ||
@@ -59,7 +71,7 @@ int main(void)
 	memset(bad, 0, sizeof(bad));
 	ok(rp_sb_decode(bad, &back) == -ENODATA, "blank region: no superblock");
 	memcpy(bad, buf, sizeof(bad));
-	bad[8] = 2;
+	bad[8] = RP_LAYOUT_VERSION + 1;
 	ok(rp_sb_decode(bad, &back) == -EPROTO, "other layout version");
 	return tap_done();
 }
