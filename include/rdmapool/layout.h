@@ -3,6 +3,9 @@
  *
  *   0        superblock (RP_SB_SIZE bytes)
  *   4 KiB    home area (RP_HOME_SIZE): volume records, owned by the fs layer
+ *   60 KiB - 64  the server's memory of lease holders' fences (RP_FENCES_OFFSET,
+ *            4 KiB), owned by the transport's listeners: kept across a
+ *            restart with a backing file
  *   64 KiB - 64  the pool's used-block count (RP_COUNT_OFFSET), owned by the
  *            pool layer: the server sets it from the bitmap at every start,
  *            then every client moves it by what its bitmap CASes changed
@@ -17,7 +20,8 @@
 #include <stdint.h>
 
 #define RP_POOL_MAGIC 0x314c4f4f50504452ull /* "RDPPOOL1" */
-/* 2: a pool that this version's clients use (used-block count; volumes
+/* 2: a pool that this version's clients use (used-block count, fence
+ * memory; volumes
  * with INTENT and REQ records, which older clients take for the end of the
  * log). A server of this version formats version 2 and moves a version 1
  * pool to 2 at start, so older servers and clients refuse the pool (their
@@ -27,7 +31,7 @@
 #define RP_LAYOUT_VERSION_MIN 1
 #define RP_SB_SIZE 4096
 #define RP_HOME_OFFSET 4096
-#define RP_HOME_SIZE (60 * 1024 - 64)
+#define RP_HOME_SIZE (56 * 1024 - 64)
 #define RP_BITMAP_OFFSET (64 * 1024)
 #define RP_MIN_BLOCKS 64
 /* 64 bytes before the bitmap: the used-block count (le64: blocks set in the
@@ -37,7 +41,9 @@
  * server draws at each start (a client that sees it change drops what it
  * held back for the count before: the new count has it already). The home
  * area's copies never reach it: each pool's count is its own. */
-#define RP_COUNT_OFFSET (RP_HOME_OFFSET + RP_HOME_SIZE)
+#define RP_FENCES_OFFSET (RP_HOME_OFFSET + RP_HOME_SIZE)
+#define RP_FENCES_SIZE 4096
+#define RP_COUNT_OFFSET (RP_FENCES_OFFSET + RP_FENCES_SIZE)
 #define RP_COUNT_TAG_OFFSET (RP_COUNT_OFFSET + 8)
 #define RP_COUNT_START_OFFSET (RP_COUNT_OFFSET + 16)
 #define RP_COUNT_TAG 0x31544e554f435052ull /* "RPCOUNT1" */

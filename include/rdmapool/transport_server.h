@@ -36,7 +36,16 @@ struct rp_serve_params {
 	 * (the handshake answers -EXDEV) */
 	bool rdma_served;
 	struct rp_serve_stats *stats; /* the caller's, never NULL */
+	/* the memory of holders' fences (rp_fence_memo_open), in the region:
+	 * NULL, a listener keeps one of its own for its lifetime */
+	struct rp_fence_memo *fences;
 };
+
+struct rp_fence_memo;
+/* The memo of holders' fences in len bytes at mem (the region's
+ * RP_FENCES_SIZE bytes at RP_FENCES_OFFSET): kept as it is when it is one,
+ * else started empty. NULL when len is too small. */
+struct rp_fence_memo *rp_fence_memo_open(void *mem, size_t len);
 
 struct rp_listener;
 

@@ -270,6 +270,8 @@ int main(int argc, char **argv)
 	struct rp_serve_params sp = {
 		.self = self, .cluster_name = cl->name, .secret = secret, .secret_len = secret_len,
 		.base = region.base, .size = region.size, .stats = &stats,
+		/* in the region: a restart on the backing file still fences */
+		.fences = rp_fence_memo_open((uint8_t *)region.base + RP_FENCES_OFFSET, RP_FENCES_SIZE),
 	};
 	struct rp_pool_sb sb;
 	if (rp_sb_decode(region.base, &sb) < 0) {

@@ -2,7 +2,10 @@
 #include "config.h"
 #include "fence_memo.h"
 
+#include <rdmapool/transport_server.h>
+
 #include <errno.h>
+#include <string.h>
 
 static size_t find_or_make(struct rp_fence_memo *m, uint64_t session)
 {
@@ -18,6 +21,20 @@ static size_t find_or_make(struct rp_fence_memo *m, uint64_t session)
 	m->e[i].session = session;
 	m->e[i].gen = 0;
 	return i;
+}
+
+struct rp_fence_memo *rp_fence_memo_open(void *mem, size_t len)
+{
+	struct rp_fence_memo *m = mem;
+	if (len < sizeof(*m))
+		return NULL;
+	/* bytes that are no memo (a new pool, or one from before the memo,
+	 * where this was home area) start an empty one */
+	if (m->magic != RP_FENCE_MEMO_MAGIC || m->n > RP_FENCE_MEMO_MAX) {
+		memset(m, 0, sizeof(*m));
+		m->magic = RP_FENCE_MEMO_MAGIC;
+	}
+	return m;
 }
 
 int rp_fence_memo_admit(struct rp_fence_memo *m, uint64_t session, uint64_t gen)

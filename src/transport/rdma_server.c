@@ -47,7 +47,8 @@ struct rdma_listener {
 	} mrs[MAX_DEVICES];
 	struct rp_rdma_challenges challenges;
 	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
-	struct rp_fence_memo fences; /* holders' fences, past their connections (same) */
+	/* holders' fences, past their connections (same): the region's, or own */
+	struct rp_fence_memo own_fences, *fences;
 };
 
 static struct ibv_mr *region_mr(struct rdma_listener *l, struct ibv_context *ctx)
@@ -138,7 +139,7 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 	struct rp_rdma_req req;
 	int32_t status = verify_request(l, ev, &req, cnonce, &session, &gen);
 	if (status == 0 && (superseded(l, session, gen) ||
-			    rp_fence_memo_admit(&l->fences, session, gen) < 0))
+			    rp_fence_memo_admit(l->fences, session, gen) < 0))
 		status = -ESTALE;
 	if (status == RP_RDMA_CHALLENGE) {
 		rp_rdma_challenge_issue(&l->challenges, &req, rp_now_ms(), challenge);
@@ -320,6 +321,7 @@ int rp_rdma_listen(const struct rp_serve_params *p, struct rp_listener **out, ch
 		return -ENOMEM;
 	l->head.stop = rdma_stop;
 	l->p = *p;
+	l->fences = p->fences ? p->fences : rp_fence_memo_open(&l->own_fences, sizeof(l->own_fences));
 	memcpy(l->secret, p->secret, RP_MIN(p->secret_len, sizeof(l->secret)));
 	l->p.secret = l->secret;
 	snprintf(port, sizeof(port), "%u", p->self->port);

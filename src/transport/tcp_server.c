@@ -43,7 +43,8 @@ struct tcp_listener {
 	int clients[MAX_CLIENTS]; /* fds, -1 when free */
 	struct client *cls[MAX_CLIENTS]; /* the same slots' clients, once authenticated */
 	struct session *sessions[MAX_CLIENTS];
-	struct rp_fence_memo fences; /* holders' fences, past their connections (mu) */
+	/* holders' fences, past their connections (mu): the region's, or own */
+	struct rp_fence_memo own_fences, *fences;
 	int nclients;
 };
 
@@ -74,7 +75,7 @@ static int32_t session_join(struct tcp_listener *l, struct client *cl, uint64_t 
 	struct session *s = NULL;
 	int free_slot = -1;
 	rp_mutex_lock(&l->mu, RP_LK_SESSIONS);
-	if (rp_fence_memo_admit(&l->fences, id, gen) < 0) {
+	if (rp_fence_memo_admit(l->fences, id, gen) < 0) {
 		rp_mutex_unlock(&l->mu);
 		return -ESTALE;
 	}
@@ -503,6 +504,7 @@ int rp_tcp_listen(const struct rp_serve_params *p, struct rp_listener **out, cha
 	}
 	l->head.stop = tcp_stop;
 	l->p = *p;
+	l->fences = p->fences ? p->fences : rp_fence_memo_open(&l->own_fences, sizeof(l->own_fences));
 	memcpy(l->secret, p->secret, RP_MIN(p->secret_len, sizeof(l->secret)));
 	l->p.secret = l->secret;
 	rp_random_bytes(&l->rkey, sizeof(l->rkey));

@@ -8,14 +8,38 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <rdmapool/transport_server.h>
 
 static uint64_t gen(uint64_t epoch, uint32_t n)
 {
 	return epoch << 32 | n;
 }
 
+/* The memo as rdmapoold keeps it, in the region: reopened after a
+ * restart it still refuses the fenced holder; bytes that are no memo
+ * (a pool from before it, or garbage) start an empty one. */
+static void reopen(void)
+{
+	uint8_t *region = calloc(1, 4096);
+	struct rp_fence_memo *m = rp_fence_memo_open(region, 4096);
+	ok(m && m->n == 0, "zeroed bytes open as an empty memo");
+	rp_fence_memo_admit(m, 77, gen(3, 1));
+	rp_fence_memo_admit(m, 77, gen(4, 1));
+	m = rp_fence_memo_open(region, 4096); /* the server restarted on its backing file */
+	ok(m && m->n == 1 && rp_fence_memo_admit(m, 77, gen(3, 2)) == -ESTALE,
+	   "reopened, it still refuses the holder fenced before the restart");
+	memset(region, 0xa5, 4096);
+	m = rp_fence_memo_open(region, 4096);
+	ok(m && m->n == 0 && rp_fence_memo_admit(m, 77, gen(3, 2)) == 0, "garbage opens empty");
+	ok(rp_fence_memo_open(region, 16) == NULL, "too little room: no memo");
+	free(region);
+}
+
 int main(void)
 {
+	reopen();
 	struct rp_fence_memo *m = calloc(1, sizeof(*m));
 	const uint64_t vol = 0x52505646454e0003ull, other = 0x52505646454e0004ull;
 

@@ -30,7 +30,7 @@
 #include <time.h>
 
 /* a word of the home area no format uses (past the members records) */
-#define COUNTER_OFF (RP_HOME_OFFSET + 56 * 1024)
+#define COUNTER_OFF (RP_HOME_OFFSET + 55 * 1024 + 512)
 
 /* the home epoch word and the members records (home.c's layout, which
  * this test pins down: tags are the epoch, and above bit 40 a mover's
