@@ -2,6 +2,7 @@
 #include "config.h"
 #include "fence_memo.h"
 
+#include <rdmapool/log.h>
 #include <rdmapool/transport_server.h>
 
 #include <errno.h>
@@ -31,8 +32,12 @@ struct rp_fence_memo *rp_fence_memo_open(void *mem, size_t len)
 	/* bytes that are no memo (a new pool, or one from before the memo,
 	 * where this was home area) start an empty one */
 	if (m->magic != RP_FENCE_MEMO_MAGIC || m->n > RP_FENCE_MEMO_MAX) {
+		bool was = m->magic == RP_FENCE_MEMO_MAGIC;
 		memset(m, 0, sizeof(*m));
 		m->magic = RP_FENCE_MEMO_MAGIC;
+		if (was) /* (no magic: a new pool, or one from before the memo) */
+			rp_warn("the pool's memory of lease holders' epochs was damaged; started "
+				"empty: a superseded holder is refused only once a newer one connects");
 	}
 	return m;
 }
