@@ -26,7 +26,7 @@ static uint64_t ring_free_naive(uint64_t *const *bm, const uint64_t *nblocks, ui
 	for (uint32_t i = 0; i < nring; i++)
 		words = (nblocks[i] + 63) / 64 > words ? (nblocks[i] + 63) / 64 : words;
 	for (uint64_t b = 0; b < words * 64; b++) {
-		bool exists[8], free_at[8];
+		bool exists[32], free_at[32];
 		for (uint32_t i = 0; i < nring; i++) {
 			exists[i] = b < nblocks[i];
 			free_at[i] = exists[i] && bm[i] && !((bm[i][b / 64] >> (b % 64)) & 1);
@@ -51,19 +51,19 @@ static uint64_t some_word(uint64_t shared)
 	}
 }
 
-/* Random rings of 1 to 8 pools of unequal sizes, 1 to 4 copies, some pools
- * unreadable; rp_ring_free must agree with the reference everywhere. */
+/* Random rings of 1 to 32 pools (RP_RING_MAX) of unequal sizes (some
+ * words apart, some empty), 1 to 4 copies, some pools unreadable;
+ * rp_ring_free must agree with the reference everywhere. */
 static void ring_free_random(uint64_t seed)
 {
 	int bad = 0;
 	rng_state = seed | 1;
 	for (int round = 0; round < 2000 && !bad; round++) {
-		uint32_t nring = 1 + (uint32_t)(rng() % 8), n = 1 + (uint32_t)(rng() % 4);
-		uint64_t nblocks[8], *bm[8] = { 0 }, words = 1 + rng() % 6;
+		uint32_t nring = 1 + (uint32_t)(rng() % (rng() % 4 ? 8 : 32)), n = 1 + (uint32_t)(rng() % 4);
+		uint64_t nblocks[32], *bm[32] = { 0 }, words = 1 + rng() % 6;
 		for (uint32_t i = 0; i < nring; i++) {
-			nblocks[i] = words * 64 - (rng() % 3 ? 0 : rng() % 100);
-			if (nblocks[i] > words * 64 || rng() % 7 == 0)
-				nblocks[i] = words * 64;
+			uint64_t less = rng() % 3 ? 0 : rng() % (words * 64 + 1);
+			nblocks[i] = rng() % 7 == 0 ? words * 64 : words * 64 - less; /* (0 too) */
 			bm[i] = rng() % 9 ? calloc(words, 8) : NULL;
 		}
 		for (uint64_t w = 0; w < words; w++) {
