@@ -83,6 +83,7 @@ static uint64_t connected_sig(const struct rp_fs *fs)
  * for a pool whose server keeps no count (an older one). */
 static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
 {
+	bool read_bitmap = false;
 	*total = *nfree = 0;
 	if (rp_poolset_replicated(fs->ps)) {
 		space_replicated(fs, total, nfree);
@@ -91,12 +92,12 @@ static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t 
 	for (size_t k = 0; k < fs->ps->npeers; k++) {
 		const struct rp_pool *p = &fs->ps->pools[fs->ps->ids[k]];
 		uint64_t f = 0, t = p->sb.nblocks;
-		exact |= !atomic_load(&p->counted);
+		read_bitmap |= exact || !atomic_load(&p->counted);
 		rp_pool_usage(fs->ps, fs->ps->ids[k], exact, &f, &t);
 		*total += t;
 		*nfree += f;
 	}
-	return exact;
+	return read_bitmap;
 }
 
 void space_refresh(struct rp_fs *fs)
