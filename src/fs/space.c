@@ -43,7 +43,7 @@
  * leave single pools between them in a ring of 3n or more, make free
  * blocks that no extent can use; an estimate from counts would be too
  * high and let growing operations into the reserve). */
-static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
+static void space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, size[RP_RING_MAX] = { 0 };
@@ -56,7 +56,6 @@ static int space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 	*nfree = rp_ring_free((const uint64_t *const *)bm, size, pl->nring, pl->replicas, total);
 	for (uint32_t i = 0; i < pl->nring; i++)
 		free(bm[i]);
-	return 0;
 }
 
 /* which pools count and how, as one word (FNV-1a over each pool's id and

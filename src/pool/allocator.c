@@ -436,18 +436,9 @@ void rp_poolset_count_flush(struct rp_poolset *ps)
 	pool_count_settle(ps, true);
 }
 
-int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used)
-{
-	struct rp_pool *p = NULL;
-	int rc = get_pool(ps, pool, &p);
-	if (rc < 0)
-		return rc;
-	if (!atomic_load(&p->counted))
-		return -EOPNOTSUPP;
-	return count_add(p, used);
-}
-
-int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta)
+/* Move the count of a connected pool that keeps one by delta, handing
+ * over what we held back with it; *used (if not NULL) gets the result. */
+static int count_move(struct rp_poolset *ps, uint32_t pool, int64_t delta, uint64_t *used)
 {
 	struct rp_pool *p = NULL;
 	int rc = get_pool(ps, pool, &p);
@@ -456,7 +447,17 @@ int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta)
 	if (!atomic_load(&p->counted))
 		return -EOPNOTSUPP;
 	atomic_fetch_add(&p->count_pending, delta);
-	return count_add(p, NULL);
+	return count_add(p, used);
+}
+
+int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used)
+{
+	return count_move(ps, pool, 0, used);
+}
+
+int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta)
+{
+	return count_move(ps, pool, delta, NULL);
 }
 
 int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, bool from_bitmap, uint64_t *free_blocks,
