@@ -47,6 +47,13 @@
 #define RP_COUNT_TAG_OFFSET (RP_COUNT_OFFSET + 8)
 #define RP_COUNT_START_OFFSET (RP_COUNT_OFFSET + 16)
 #define RP_COUNT_TAG 0x31544e554f435052ull /* "RPCOUNT1" */
+/* Beside the count, the blocks set or cleared in the bitmap, ever (le64,
+ * any start value: only compared): clients move it by each CAS's changed
+ * bits, so that a reader sees churn the count does not show (a block
+ * allocated and another freed), and can trust what it computed from the
+ * bitmap while neither word moved. Clients from before it leave it alone:
+ * their churn at an unchanged count goes unseen (rdmapool(7)). */
+#define RP_COUNT_CHURN_OFFSET (RP_COUNT_OFFSET + 24)
 /* A word that no format uses, for 'rdmapool bench' to hammer with atomics. */
 #define RP_BENCH_WORD_OFFSET (RP_COUNT_OFFSET + 56)
 

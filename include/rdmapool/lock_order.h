@@ -32,6 +32,7 @@ enum rp_lock_rank {
 	RP_LK_HOME = 34,      /* home.c: which home copies are in sync */
 	RP_LK_BG = 36,        /* rp_fs.bg_mu: the background thread's wake-ups */
 	RP_LK_FS_BUFS = 38,   /* rp_fs.bufs.mu: registered I/O buffers */
+	RP_LK_RING = 39,      /* rp_fs.ring_mu: the replicated free count's cache */
 	/* pool/ */
 	RP_LK_POOL = 40,      /* rp_pool.mu: its allocation cursor and span, its reconnect */
 	RP_LK_POOL_BUFS = 42, /* rp_poolset.bufs_mu */

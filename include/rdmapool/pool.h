@@ -48,6 +48,7 @@ struct rp_pool {
 	 * a usage read, or COUNT_BATCH blocks): one fetch-and-add for many. */
 	_Atomic bool counted;
 	_Atomic int64_t count_pending;
+	_Atomic uint64_t churn_pending; /* bits our CASes changed, for RP_COUNT_CHURN_OFFSET */
 	uint64_t count_start;      /* the server start that set the count (under mu) */
 	/* what metrics show (pool_metrics.c): kept here so they outlive
 	 * reconnects; the transport fills latency */
@@ -201,6 +202,12 @@ int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, bool from_bitmap, uint64
 /* The pool's used-block count with this client's changes in it, or
  * -EOPNOTSUPP when the pool keeps none. */
 int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used);
+/* Where the pool's bitmap stands, in one number that moves whenever a
+ * counting client changes a bit (server start, used-block count and churn,
+ * this client's changes handed over first): equal twice, the bitmap held
+ * the same blocks in between (rdmapool(7): what clients from before the
+ * churn word miss). -EOPNOTSUPP when the pool keeps no count. */
+int rp_pool_bitmap_stamp(struct rp_poolset *ps, uint32_t pool, uint64_t *stamp);
 /* Move the pool's used-block count by delta (fsck setting it right). */
 int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta);
 /* Hand this client's uncounted changes to every pool's count. */

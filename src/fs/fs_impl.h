@@ -460,6 +460,11 @@ struct rp_fs {
 	_Atomic uint64_t space_frees_seen; /* ps->frees when it was last read */
 	_Atomic uint64_t space_conns_seen; /* and which pools counted, how */
 	_Atomic uint64_t space_taken_total; /* every space_taken, ever */
+	/* Replicated: what the last read of the ring's bitmaps found, and the
+	 * ring's stamp before it (0: none); under ring_mu, so that a free
+	 * count is never paired with another read's stamp */
+	pthread_mutex_t ring_mu;
+	uint64_t ring_stamp, ring_total, ring_free;
 	/* when a file with blocks lost its last name while the kernel still
 	 * held it: its blocks go back at the forget a moment later (space.c) */
 	_Atomic uint64_t unlinked_held_ms;

@@ -39,6 +39,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_mutex_init(&fs->place_mu, NULL);
 	pthread_mutex_init(&fs->bg_mu, NULL);
 	pthread_mutex_init(&fs->lease_mu, NULL);
+	pthread_mutex_init(&fs->ring_mu, NULL);
 	/* timed waits on the monotonic clock: a step of the wall clock is
 	 * neither a lease renewal missed nor a background tick */
 	pthread_condattr_t ca;
@@ -92,6 +93,7 @@ void fs_delete(struct rp_fs *fs)
 	pthread_mutex_destroy(&fs->place_mu);
 	pthread_mutex_destroy(&fs->bg_mu);
 	pthread_mutex_destroy(&fs->lease_mu);
+	pthread_mutex_destroy(&fs->ring_mu);
 	pthread_cond_destroy(&fs->lease_cv);
 	pthread_rwlock_destroy(&fs->apply);
 	free(fs->held.v);

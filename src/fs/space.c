@@ -36,17 +36,42 @@
  * number (what allocation can really use: at ENOSPC the free space is 0, as
  * on a volume without copies; a ring of 3 with 2 copies holds one pool's
  * worth, not one and a half; rp_ring_free). A stale or unconnected pool has
- * nothing free. This reads the bitmaps whole: the pools' used-block
- * counts cannot give this: they say how many blocks each pool holds, not
- * at which block numbers, and where the others' free blocks lie decides
- * what fits (another volume's blocks on a ring pool, or two extents that
- * leave single pools between them in a ring of 3n or more, make free
- * blocks that no extent can use; an estimate from counts would be too
- * high and let growing operations into the reserve). */
-static void space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
+ * nothing free. The pools' used-block counts cannot give this: they say how
+ * many blocks each pool holds, not at which block numbers, and where the
+ * others' free blocks lie decides what fits (another volume's blocks on a
+ * ring pool, or two extents that leave single pools between them in a ring
+ * of 3n or more, make free blocks that no extent can use; an estimate from
+ * counts would be too high and let growing operations into the reserve).
+ * So the bitmaps are read whole, but only when the ring's stamp (its
+ * pools' counts and churn, which every client moves with each bit it
+ * changes) moved since the last read: an idle ring costs one fetch-and-add
+ * and one small read per pool. exact: read them all the same. Returns
+ * whether it read them. */
+static uint64_t ring_stamp(struct rp_fs *fs, const struct rp_volplace *pl)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ pl->seq, s;
+	for (uint32_t i = 0; i < pl->nring; i++) {
+		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
+		if (p->stale || !rp_pool_connected(fs->ps, pl->ring[i]) ||
+		    rp_pool_bitmap_stamp(fs->ps, pl->ring[i], &s) < 0)
+			return 0; /* (no stamp: read the bitmaps) */
+		h = (h ^ s) * 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
 {
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, size[RP_RING_MAX] = { 0 };
+	uint64_t stamp = ring_stamp(fs, pl);
+	rp_mutex_lock(&fs->ring_mu, RP_LK_RING);
+	bool cached = !exact && stamp && stamp == fs->ring_stamp;
+	*total = fs->ring_total;
+	*nfree = fs->ring_free;
+	rp_mutex_unlock(&fs->ring_mu);
+	if (cached)
+		return false;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
 		size[i] = p->sb.nblocks;
@@ -56,6 +81,14 @@ static void space_replicated(struct rp_fs *fs, uint64_t *total, uint64_t *nfree)
 	*nfree = rp_ring_free((const uint64_t *const *)bm, size, pl->nring, pl->replicas, total);
 	for (uint32_t i = 0; i < pl->nring; i++)
 		free(bm[i]);
+	/* (the stamp from before the reads: a change during them moves the
+	 * next one, and the bitmaps are read again) */
+	rp_mutex_lock(&fs->ring_mu, RP_LK_RING);
+	fs->ring_stamp = stamp;
+	fs->ring_total = *total;
+	fs->ring_free = *nfree;
+	rp_mutex_unlock(&fs->ring_mu);
+	return true;
 }
 
 /* which pools count and how, as one word (FNV-1a over each pool's id and
@@ -78,16 +111,15 @@ static uint64_t connected_sig(const struct rp_fs *fs)
  * counts or (exact) their bitmaps. A pool we cannot read counts its size
  * and nothing free: allocation cannot use it, and statfs still answers (df
  * on a degraded cluster works, as on any filesystem, instead of failing
- * with EIO). Returns whether any bitmap was read: always with replicas, and
- * for a pool whose server keeps no count (an older one). */
+ * with EIO). Returns whether any bitmap was read: with replicas, when the
+ * ring changed since the last read, and for a pool whose server keeps no
+ * count (an older one). */
 static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t *nfree)
 {
 	bool read_bitmap = false;
 	*total = *nfree = 0;
-	if (rp_poolset_replicated(fs->ps)) {
-		space_replicated(fs, total, nfree);
-		return true;
-	}
+	if (rp_poolset_replicated(fs->ps))
+		return space_replicated(fs, exact, total, nfree);
 	for (size_t k = 0; k < fs->ps->npeers; k++) {
 		const struct rp_pool *p = &fs->ps->pools[fs->ps->ids[k]];
 		uint64_t f = 0, t = p->sb.nblocks;

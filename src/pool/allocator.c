@@ -407,13 +407,18 @@ int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
 static int count_add(struct rp_pool *p, uint64_t *used)
 {
 	int64_t d = atomic_exchange(&p->count_pending, 0);
-	uint64_t old = 0;
-	int rc = rp_conn_faa(p->conn, RP_COUNT_OFFSET, (uint64_t)d, &old);
+	uint64_t c = atomic_exchange(&p->churn_pending, 0), old = 0;
+	int rc = d || used ? rp_conn_faa(p->conn, RP_COUNT_OFFSET, (uint64_t)d, &old) : 0;
 	if (rc == -ENOTCONN)
 		atomic_fetch_add(&p->count_pending, d);
 	if (rc == 0 && used)
 		*used = old + (uint64_t)d;
-	return rc;
+	/* (churn after the count: a reader between the two sees the count
+	 * moved, or neither, and reads both again next time) */
+	int crc = c && rc == 0 ? rp_conn_faa(p->conn, RP_COUNT_CHURN_OFFSET, c, &old) : -ENOTCONN;
+	if (c && crc == -ENOTCONN)
+		atomic_fetch_add(&p->churn_pending, c);
+	return rc < 0 ? rc : c ? crc : 0;
 }
 
 void pool_count_settle(struct rp_poolset *ps, bool all)
@@ -422,12 +427,15 @@ void pool_count_settle(struct rp_poolset *ps, bool all)
 		uint32_t i = ps->ids[k];
 		struct rp_pool *p = &ps->pools[i];
 		int64_t d = atomic_load(&p->count_pending);
-		if (d == 0 || (!all && d > 0 && d < COUNT_BATCH))
+		uint64_t c = atomic_load(&p->churn_pending);
+		if ((d == 0 && c == 0) || (!all && d >= 0 && d < COUNT_BATCH))
 			continue;
-		if (!atomic_load(&p->counted))
+		if (!atomic_load(&p->counted)) {
 			atomic_store(&p->count_pending, 0); /* no count to move */
-		else if (rp_pool_connected(ps, i))
+			atomic_store(&p->churn_pending, 0);
+		} else if (rp_pool_connected(ps, i)) {
 			count_add(p, NULL); /* (a pool down keeps its amount) */
+		}
 	}
 }
 
@@ -453,6 +461,26 @@ static int count_move(struct rp_poolset *ps, uint32_t pool, int64_t delta, uint6
 int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used)
 {
 	return count_move(ps, pool, 0, used);
+}
+
+int rp_pool_bitmap_stamp(struct rp_poolset *ps, uint32_t pool, uint64_t *stamp)
+{
+	struct rp_pool *p = NULL;
+	uint64_t w[4]; /* count, tag, start, churn */
+	int rc = get_pool(ps, pool, &p);
+	if (rc == 0 && !atomic_load(&p->counted))
+		rc = -EOPNOTSUPP;
+	if (rc == 0 && (atomic_load(&p->count_pending) || atomic_load(&p->churn_pending)))
+		rc = count_add(p, NULL); /* ours in it first */
+	if (rc == 0)
+		rc = rp_pool_read(ps, pool, RP_COUNT_OFFSET, w, sizeof(w));
+	if (rc < 0)
+		return rc;
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the four words */
+	for (size_t i = 0; i < sizeof(w); i++)
+		h = (h ^ ((const uint8_t *)w)[i]) * 0x100000001b3ull;
+	*stamp = h;
+	return 0;
 }
 
 int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta)

@@ -49,6 +49,8 @@ static inline void pool_count_bits(struct rp_pool *p, uint64_t before, uint64_t 
 	int64_t d = (int64_t)__builtin_popcountll(after) - (int64_t)__builtin_popcountll(before);
 	if (d)
 		atomic_fetch_add(&p->count_pending, d);
+	if (before != after)
+		atomic_fetch_add(&p->churn_pending, (uint64_t)__builtin_popcountll(before ^ after));
 }
 /* Hand over what waits: always (all), or only frees and large amounts (the
  * allocation path: one fetch-and-add per many CASes). */

@@ -27,8 +27,10 @@ static int count_check(struct rp_pool *p)
 	if (rc < 0)
 		return rc;
 	bool counted = w[0] == RP_COUNT_TAG;
-	if (!counted || w[1] != p->count_start)
+	if (!counted || w[1] != p->count_start) {
 		atomic_store(&p->count_pending, 0);
+		atomic_store(&p->churn_pending, 0); /* (the start moved the stamp) */
+	}
 	p->count_start = w[1];
 	atomic_store(&p->counted, counted);
 	return 0;
