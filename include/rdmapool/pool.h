@@ -45,10 +45,11 @@ struct rp_pool {
 	/* The pool keeps a used-block count (RP_COUNT_OFFSET; false: a pool
 	 * from an older server, whose bitmap is read instead). Our CASes'
 	 * changes to it wait in count_pending until the next flush (a free,
-	 * a usage read, or COUNT_BATCH blocks): one fetch-and-add for many. */
+	 * a usage read, or RP_COUNT_BATCH blocks): one fetch-and-add for many. */
 	_Atomic bool counted;
 	_Atomic int64_t count_pending;
 	_Atomic uint64_t churn_pending; /* bits our CASes changed, for RP_COUNT_CHURN_OFFSET */
+	_Atomic uint32_t count_inflight; /* hand-overs under way (no stamp meanwhile) */
 	uint64_t count_start;      /* the server start that set the count (under mu) */
 	/* what metrics show (pool_metrics.c): kept here so they outlive
 	 * reconnects; the transport fills latency */
@@ -202,11 +203,18 @@ int rp_pool_usage(struct rp_poolset *ps, uint32_t pool, bool from_bitmap, uint64
 /* The pool's used-block count with this client's changes in it, or
  * -EOPNOTSUPP when the pool keeps none. */
 int rp_pool_used(struct rp_poolset *ps, uint32_t pool, uint64_t *used);
+/* Changes of the allocation path are handed over once this many blocks
+ * wait: what other clients' free counts miss of ours (and what a crash
+ * leaves uncounted) stays this small, at one fetch-and-add per as many
+ * blocks. */
+#define RP_COUNT_BATCH 1024
 /* Where the pool's bitmap stands, in one number that moves whenever a
- * counting client changes a bit (server start, used-block count and churn,
- * this client's changes handed over first): equal twice, the bitmap held
- * the same blocks in between (rdmapool(7): what clients from before the
- * churn word miss). -EOPNOTSUPP when the pool keeps no count. */
+ * client hands over changes to its bits (server start, used-block count
+ * and churn; this client's changes handed over first): equal twice, the
+ * bitmap differs by no more than what other clients hold back (below
+ * RP_COUNT_BATCH blocks each), their CASes in doubt, and churn by clients from
+ * before the churn word (rdmapool(7)). -EOPNOTSUPP when the pool keeps no
+ * count, -EBUSY while this client's hand-over is under way. */
 int rp_pool_bitmap_stamp(struct rp_poolset *ps, uint32_t pool, uint64_t *stamp);
 /* Move the pool's used-block count by delta (fsck setting it right). */
 int rp_pool_count_adjust(struct rp_poolset *ps, uint32_t pool, int64_t delta);

@@ -170,6 +170,7 @@ int vol_home_read(struct rp_poolset *ps, uint64_t off, void *buf, size_t len);
 int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t len);
 int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desired, uint64_t *old);
 int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old);
+void home_describe(struct rp_poolset *ps, FILE *out);
 /* Start the home epochs at 1 (mkfs, read-write mounts). */
 int home_init(struct rp_poolset *ps);
 /* Copy the home area onto reachable pools whose copy is out of sync. */

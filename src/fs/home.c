@@ -1248,3 +1248,37 @@ int home_init(struct rp_poolset *ps)
 	rp_mutex_unlock(&mirror_mu);
 	return rc;
 }
+
+/* Every copy's home epoch word and member records, for a test or an
+ * operator to see why a volume table is refused. */
+void home_describe(struct rp_poolset *ps, FILE *out)
+{
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		uint64_t e = 0;
+		uint8_t buf[MEMBERS_LEN];
+		int rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &e);
+		if (rc < 0) {
+			fprintf(out, "peer %u: home epoch unreadable: %s\n", id, strerror(-rc));
+			continue;
+		}
+		fprintf(out, "peer %u: home epoch %llu%s\n", id,
+			(unsigned long long)(e & ~HOME_JOINING), e & HOME_JOINING ? " (joining)" : "");
+		for (uint64_t slot = 0; slot < MEMBERS_SLOTS; slot++) {
+			uint64_t tag;
+			if (rp_pool_read(ps, id, HOME_MEMBERS_OFF + slot * MEMBERS_SLOT, buf, sizeof(buf)) < 0)
+				break;
+			memcpy(&tag, buf, 8);
+			if (!tag)
+				continue;
+			uint32_t n = RP_MIN(rp_get_le32(buf + 8), 16u);
+			fprintf(out, "  slot %llu: epoch %llu mover %llu, from %llu, authority %d, %u members:",
+				(unsigned long long)slot, (unsigned long long)TAG_EPOCH(tag),
+				(unsigned long long)(tag >> 40), (unsigned long long)rp_get_le64(buf + 24),
+				(int)rp_get_le32(buf + 12) - 1, rp_get_le32(buf + 8));
+			for (uint32_t i = 0; i < n; i++)
+				fprintf(out, " %u", rp_get_le16(buf + (tag >> 40 ? 32 : 16) + 2 * i));
+			fprintf(out, "\n");
+		}
+	}
+}

@@ -27,8 +27,9 @@
 #define SETTLE_MIN_MS 300   /* the kernel's forgets of unlinked inodes, under load */
 #define SETTLE_HELD_MS 3000 /* blocks held for read-only mounts to come back */
 #define SETTLE_FORGET_MS 1000 /* how recent an unlink of a held file is waited for */
-/* Within this many reserves of free space the counts are not trusted (one
- * a crash left short) and the bitmaps are read instead */
+/* Within this many reserves of free space (and space_unseen) the counts
+ * are not trusted (one a crash left short) and the bitmaps are read
+ * instead */
 #define EXACT_WITHIN_RESERVES 2
 
 /* Replicated: an extent needs the same block number free on replicas
@@ -44,9 +45,9 @@
  * counts would be too high and let growing operations into the reserve).
  * So the bitmaps are read whole, but only when the ring's stamp (its
  * pools' counts and churn, which every client moves with each bit it
- * changes) moved since the last read: an idle ring costs one fetch-and-add
- * and one small read per pool. exact: read them all the same. Returns
- * whether it read them. */
+ * changes, as it hands its changes over) moved since the last read: an
+ * idle ring costs one 32-byte read per pool. exact: read them all the
+ * same. Returns whether it read them. */
 static uint64_t ring_stamp(struct rp_fs *fs, const struct rp_volplace *pl)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ pl->seq, s;
@@ -79,8 +80,11 @@ static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint
 			rp_pool_read_bitmap(fs->ps, pl->ring[i], &bm[i]); /* NULL: nothing free */
 	}
 	*nfree = rp_ring_free((const uint64_t *const *)bm, size, pl->nring, pl->replicas, total);
-	for (uint32_t i = 0; i < pl->nring; i++)
+	for (uint32_t i = 0; i < pl->nring; i++) {
+		if (!bm[i])
+			stamp = 0; /* (one not read: not kept, read again next time) */
 		free(bm[i]);
+	}
 	/* (the stamp from before the reads: a change during them moves the
 	 * next one, and the bitmaps are read again) */
 	rp_mutex_lock(&fs->ring_mu, RP_LK_RING);
@@ -131,6 +135,14 @@ static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t 
 	return read_bitmap;
 }
 
+/* What counts and stamps may not show yet: another client's changes held
+ * back, up to a batch per pool (one such client assumed; a crash's leftover
+ * is what fsck sets right) */
+static uint64_t space_unseen(const struct rp_fs *fs)
+{
+	return (uint64_t)fs->ps->npeers * RP_COUNT_BATCH;
+}
+
 void space_refresh(struct rp_fs *fs)
 {
 	uint64_t total = 0, nfree = 0;
@@ -144,7 +156,7 @@ void space_refresh(struct rp_fs *fs)
 	 * size just found: the first refresh has none before) */
 	bool exact = space_pools(fs, false, &total, &nfree);
 	atomic_store(&fs->space_total, total);
-	if (!exact && nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs))
+	if (!exact && nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs) + space_unseen(fs))
 		exact = space_pools(fs, true, &total, &nfree);
 	if (exact) /* what we hold back for the counts goes on its way all the same */
 		rp_poolset_count_flush(fs->ps);

@@ -393,19 +393,17 @@ int rp_pool_read_bitmap(struct rp_poolset *ps, uint32_t pool, uint64_t **words)
 
 /* ---- the used-block count ---- */
 
-/* Changes of the allocation path handed over once this many blocks wait:
- * what other clients' free counts miss of ours (and what a crash leaves
- * uncounted) stays this small, at one fetch-and-add per as many blocks. */
-#define COUNT_BATCH 1024
-
 /* Hand over what p holds back, on its connection as it is (the caller
  * made sure it is up; nothing here reconnects, since frees settle under
  * the filesystem lock). A fetch-and-add that failed before it was posted
  * (no connection) did nothing: its amount waits for the next one. One that
  * timed out or broke with its connection may have been applied, and is
- * not sent twice. */
+ * not sent twice; churn is (it is only compared: twice is harmless, lost
+ * is not). While a hand-over is under way, count_inflight says so: a
+ * stamp read meanwhile would miss it. Returns the count's result. */
 static int count_add(struct rp_pool *p, uint64_t *used)
 {
+	atomic_fetch_add(&p->count_inflight, 1);
 	int64_t d = atomic_exchange(&p->count_pending, 0);
 	uint64_t c = atomic_exchange(&p->churn_pending, 0), old = 0;
 	int rc = d || used ? rp_conn_faa(p->conn, RP_COUNT_OFFSET, (uint64_t)d, &old) : 0;
@@ -415,10 +413,10 @@ static int count_add(struct rp_pool *p, uint64_t *used)
 		*used = old + (uint64_t)d;
 	/* (churn after the count: a reader between the two sees the count
 	 * moved, or neither, and reads both again next time) */
-	int crc = c && rc == 0 ? rp_conn_faa(p->conn, RP_COUNT_CHURN_OFFSET, c, &old) : -ENOTCONN;
-	if (c && crc == -ENOTCONN)
+	if (c && (rc < 0 || rp_conn_faa(p->conn, RP_COUNT_CHURN_OFFSET, c, &old) < 0))
 		atomic_fetch_add(&p->churn_pending, c);
-	return rc < 0 ? rc : c ? crc : 0;
+	atomic_fetch_sub(&p->count_inflight, 1);
+	return rc;
 }
 
 void pool_count_settle(struct rp_poolset *ps, bool all)
@@ -428,7 +426,7 @@ void pool_count_settle(struct rp_poolset *ps, bool all)
 		struct rp_pool *p = &ps->pools[i];
 		int64_t d = atomic_load(&p->count_pending);
 		uint64_t c = atomic_load(&p->churn_pending);
-		if ((d == 0 && c == 0) || (!all && d >= 0 && d < COUNT_BATCH))
+		if ((d == 0 && c == 0) || (!all && d >= 0 && d < RP_COUNT_BATCH))
 			continue;
 		if (!atomic_load(&p->counted)) {
 			atomic_store(&p->count_pending, 0); /* no count to move */
@@ -474,6 +472,10 @@ int rp_pool_bitmap_stamp(struct rp_poolset *ps, uint32_t pool, uint64_t *stamp)
 		rc = count_add(p, NULL); /* ours in it first */
 	if (rc == 0)
 		rc = rp_pool_read(ps, pool, RP_COUNT_OFFSET, w, sizeof(w));
+	/* (another thread's hand-over under way, or churn not handed over:
+	 * the words may not show all of ours yet) */
+	if (rc == 0 && (atomic_load(&p->count_inflight) || atomic_load(&p->churn_pending)))
+		rc = -EBUSY;
 	if (rc < 0)
 		return rc;
 	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the four words */

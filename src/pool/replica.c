@@ -272,6 +272,7 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 		b += len;
 	}
 	p->span_n = 0; /* the cached span may not show these */
+	pool_count_settle(ps, false); /* (a rebuild's claims: by the batch, as allocations) */
 	return 0;
 }
 

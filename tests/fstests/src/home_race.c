@@ -130,13 +130,7 @@ static int check(struct rp_poolset *ps, const struct rp_cluster *cl)
 		rc = home_resync(ps, NULL);
 	if (rc < 0) {
 		fprintf(stderr, "home_race: check: %s\n", strerror(-rc));
-		for (size_t k = 0; k < cl->npeers; k++) { /* (what the copies say) */
-			uint64_t e = 0;
-			int erc = rp_pool_faa(ps, cl->peers[k].id, EPOCH_OFF, 0, &e);
-			fprintf(stderr, "home_race: peer %u: home epoch %#llx%s%s\n", cl->peers[k].id,
-				(unsigned long long)e, erc < 0 ? ", unreadable: " : "",
-				erc < 0 ? strerror(-erc) : "");
-		}
+		home_describe(ps, stderr); /* (what the copies say) */
 		return 1;
 	}
 	printf("value %llu\n", (unsigned long long)v);

@@ -165,6 +165,8 @@ static int pass(struct rp_poolset *ps, uint32_t m, FILE *out, uint64_t **v, size
 		char what[256];
 		fprintf(stderr, "slog_race: check: at %llu of %llu: %s\n",
 			(unsigned long long)slog_cursor(l), (unsigned long long)tail, strerror(-rc));
+		if (tail == 0)
+			home_describe(ps, stderr); /* (no tail read: the volume table) */
 		for (uint64_t q = slog_cursor(l); q < slog_cursor(l) + 5 && q < tail; q++) {
 			slog_describe(l, q, what, sizeof(what));
 			fprintf(stderr, "slog_race: %s\n", what);
