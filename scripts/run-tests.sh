@@ -6,7 +6,7 @@
 # used (scripts/test-package.sh), the rdma transport for real in a Soft-RoCE
 # VM (make check-rdma), make check again under ASan and UBSan (make
 # check-sanitizers), the concurrency-heavy fstests under TSan (make
-# check-tsan), and each fuzz target for 40 s (make check-fuzz).
+# check-tsan), and each fuzz target for 30 s (make check-fuzz).
 # Usage: sudo scripts/run-tests.sh   (root: the tests mount FUSE filesystems)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,10 +40,10 @@ mkdir -p _build-asan
 mkdir -p _build-tsan
 (cd _build-tsan && ../configure --enable-sanitizers=thread CFLAGS="-O1 -g -Werror" > configure.log &&
 	make -j"$(nproc)" > make.log && make check-tsan) || { status=1; failed+=(tsan); }
-# each fuzz target for 40 s from its corpus (clang's libFuzzer)
+# each fuzz target for 30 s from its corpus (clang's libFuzzer)
 mkdir -p _build-fuzz
 (cd _build-fuzz && ../configure CC=clang --enable-fuzzing CFLAGS="-O1 -g -Werror" > configure.log &&
-	make -j"$(nproc)" > make.log && make check-fuzz FUZZ_SECONDS=40) || { status=1; failed+=(fuzz); }
+	make -j"$(nproc)" > make.log && make check-fuzz FUZZ_SECONDS=30) || { status=1; failed+=(fuzz); }
 cd _build
 
 # What failed, again at the very end: a long log is often read by its tail.
