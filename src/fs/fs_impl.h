@@ -171,6 +171,8 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desired, uint64_t *old);
 int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old);
 void home_describe(struct rp_poolset *ps, FILE *out);
+/* Is a connected pool's home copy out of sync (as the last scan saw)? */
+bool home_any_out(struct rp_poolset *ps);
 /* Start the home epochs at 1 (mkfs, read-write mounts). */
 int home_init(struct rp_poolset *ps);
 /* Copy the home area onto reachable pools whose copy is out of sync. */

@@ -683,19 +683,44 @@ static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_
  * answers, the same for every process (one still using a dropped one finds
  * the others past it: home_ahead). 0 when moved, 1 when another process
  * moved first (scan again); <0 when it cannot move. */
+/* Does every listed peer answer with what it holds (none down, none empty
+ * or being filled, no empty member the top rests on)? Then no copy
+ * anywhere is newer than the top's members that answer, a majority or not:
+ * a stray above them took no acknowledged update (one needs every member
+ * of its epoch, or a majority to drop the others), and the copies out of
+ * sync are older. */
+static bool all_seen(const struct rp_poolset *ps, const struct home_view *v)
+{
+	if (v->unsure.n)
+		return false;
+	for (size_t k = 0; k < ps->npeers; k++)
+		if (v->epochs[k] == UINT64_MAX || v->epochs[k] == 0)
+			return false;
+	return true;
+}
+
 static int home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 {
 	struct home_set moved;
 	uint64_t to;
 	char gone[512];
-	if (!quorum(ps, v->present.n))
+	/* (fewer than a majority at the top: only when every copy was seen,
+	 * e.g. a stray on one member with the third out of sync; the move
+	 * then takes what claims it gets, as a forced one) */
+	bool few = !quorum(ps, v->present.n);
+	if (few && !all_seen(ps, v))
 		return -ENOLINK;
-	int rc = home_move(ps, v->top, v->stray_top + 1, &v->present, v->auth, false, &moved, NULL,
+	int rc = home_move(ps, v->top, v->stray_top + 1, &v->present, v->auth, few, &moved, NULL,
 			   &to);
-	if (rc == -EAGAIN)
+	if (rc == -EAGAIN || (rc == 0 && !moved.n))
 		return 1;
-	if (rc < 0 || !quorum(ps, moved.n))
+	if (rc < 0 || (!few && !quorum(ps, moved.n)))
 		return rc < 0 ? rc : -ENOLINK; /* (what moved are strays now) */
+	if (few)
+		rp_warn("volume table: every peer answers and only %u member(s) of home epoch %llu "
+			"hold it: moved on with them to %llu; the others are out of sync until "
+			"'rdmapool rebuild'", moved.n, (unsigned long long)v->top,
+			(unsigned long long)to);
 	set_print(&v->missing, gone, sizeof(gone));
 	if (v->missing.n)
 		rp_warn("volume table: peer(s) %s do not answer; out of sync until 'rdmapool "
@@ -1209,6 +1234,14 @@ int home_resync(struct rp_poolset *ps, FILE *out)
 	int rc = home_resync_locked(ps, out);
 	rp_mutex_unlock(&mirror_mu);
 	return rc;
+}
+
+bool home_any_out(struct rp_poolset *ps)
+{
+	for (size_t k = 0; k < ps->npeers; k++)
+		if (atomic_load(&ps->pools[ps->ids[k]].home_out) && rp_pool_connected(ps, ps->ids[k]))
+			return true;
+	return false;
 }
 
 /* Epochs start at 1 once a volume exists, with every copy that answers a

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define CKPT_RETRY_MS 10000
+#define HOME_RESYNC_MS 5000 /* how often the holder looks for home copies out of sync */
 #define HELD_DRAIN_MS 3000
 
 static int check_volume_name(const char *name, char *err, size_t errlen)
@@ -298,7 +299,7 @@ fail:
 static void *bg_main(void *arg)
 {
 	struct rp_fs *fs = arg;
-	uint64_t last_flush = rp_now_ms(), last_clear = last_flush;
+	uint64_t last_flush = rp_now_ms(), last_clear = last_flush, last_home = last_flush;
 	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
@@ -325,6 +326,13 @@ static void *bg_main(void *arg)
 		uint64_t now = rp_now_ms();
 		place_note_down(fs); /* a copy that went away: degraded from now on */
 		rebuild_poll(fs);    /* 'rdmapool rebuild' asked us to fill stale copies */
+		/* home copies dropped by a hiccup come back by themselves: a
+		 * second failure then still finds a majority in sync */
+		if (!atomic_load(&fs->lease_lost) && now - last_home >= HOME_RESYNC_MS) {
+			last_home = now;
+			if (home_any_out(fs->ps))
+				home_resync(fs->ps, NULL);
+		}
 		if (!atomic_load(&fs->lease_lost))
 			diverged_resync(fs); /* copies a failed write left different */
 		space_refresh_if_old(fs);

@@ -25,9 +25,11 @@
 #define HDR_JUNK UINT64_MAX
 #define APPEND_TRIES 4
 #define READ_AHEAD 32 /* slots a reader reads at once (16 KiB) */
-/* a directory word: the segment's pool plus one, above its first block */
-#define DIR_POOL(w) ((uint32_t)((w) >> 48) - 1)
-#define DIR_BLOCK(w) ((w) & ((1ull << 48) - 1))
+/* a directory word: the segment's pool plus one (17 bits: ids reach
+ * 65535), above its first block */
+#define DIR_WORD(pool, block) ((uint64_t)((pool) + 1) << 47 | (block))
+#define DIR_POOL(w) ((uint32_t)((w) >> 47) - 1)
+#define DIR_BLOCK(w) ((w) & ((1ull << 47) - 1))
 
 struct slog {
 	struct rp_poolset *ps;
@@ -124,39 +126,37 @@ uint64_t slog_cursor(const struct slog *l)
 
 /* A new segment for directory entry d, zeroed (blocks of an old one hold
  * headers), published by compare-and-swap; the one that wins is in
- * l->dir[d] either way. An extent whose publication's answer never came is
- * left allocated (it may be the published one): fsck's leak pass. */
+ * l->dir[d] either way. An extent whose zeroing or publication may still
+ * land (an error: in doubt) is left allocated, never freed to be reused
+ * under a late write: fsck's leak pass. */
 static int seg_create(struct slog *l, uint32_t d)
 {
-	struct rp_extent ext;
+	struct rp_extent ext = { 0 };
 	uint64_t w, old = 0, len = (uint64_t)SEG_BLOCKS * l->ps->block_size;
 	int rc = rp_poolset_alloc(l->ps, l->member + d, SEG_BLOCKS, &ext);
-	if (rc == 0 && ext.count < SEG_BLOCKS) {
-		rp_pool_free(l->ps, &ext);
-		rc = -ENOSPC; /* (no run of a segment's length) */
-	}
-	uint8_t *zero = rc == 0 ? calloc(1, len) : NULL;
-	if (rc == 0 && !zero)
-		rc = -ENOMEM;
-	if (rc == 0)
-		rc = rp_pool_write(l->ps, ext.pool, rp_block_offset(&l->ps->pools[ext.pool].sb, ext.block),
-				   zero, len);
-	free(zero);
-	if (rc < 0) {
-		if (rc != -ENOSPC)
-			rp_pool_free(l->ps, &ext);
+	if (rc < 0)
 		return rc;
-	}
-	w = (uint64_t)(ext.pool + 1) << 48 | ext.block;
-	rc = home_cas(l->ps, l->a.dir_off + 8ull * d, 0, w, &old);
-	if (rc < 0) {
-		/* in doubt: what the word says now decides, ours stays allocated */
-		if (vol_home_read(l->ps, l->a.dir_off + 8ull * d, &old, 8) == 0 && old)
-			l->dir[d] = old;
-		return old ? 0 : rc;
-	}
-	if (old) /* another member's won */
+	if (ext.count < SEG_BLOCKS) {
 		rp_pool_free(l->ps, &ext);
+		return -ENOSPC; /* (no run of a segment's length) */
+	}
+	uint8_t *zero = calloc(1, len);
+	if (!zero) {
+		rp_pool_free(l->ps, &ext);
+		return -ENOMEM;
+	}
+	rc = rp_pool_write(l->ps, ext.pool, rp_block_offset(&l->ps->pools[ext.pool].sb, ext.block),
+			   zero, len);
+	free(zero);
+	if (rc < 0)
+		return rc; /* (its blocks stay allocated: in doubt) */
+	w = DIR_WORD(ext.pool, ext.block);
+	if ((rc = home_cas(l->ps, l->a.dir_off + 8ull * d, 0, w, &old)) < 0)
+		return rc; /* (in doubt: the word is read again next time) */
+	/* (our own value back: the atomic was redone on a new authority that
+	 * the first try's transition had reached) */
+	if (old && old != w)
+		rp_pool_free(l->ps, &ext); /* another member's won */
 	l->dir[d] = old ? old : w;
 	return 0;
 }
@@ -176,7 +176,7 @@ static int slot_locate(struct slog *l, uint64_t pos, bool create, uint32_t *pool
 	if (!l->dir[d])
 		return -EAGAIN;
 	uint64_t w = l->dir[d];
-	if (DIR_POOL(w) >= l->ps->n)
+	if (DIR_POOL(w) >= l->ps->n || DIR_BLOCK(w) + SEG_BLOCKS > l->ps->pools[DIR_POOL(w)].sb.nblocks)
 		return -EIO; /* (a directory word no member wrote) */
 	*pool = DIR_POOL(w);
 	*off = rp_block_offset(&l->ps->pools[*pool].sb, DIR_BLOCK(w)) + pos % l->per_seg * SLOG_SLOT;
@@ -190,11 +190,13 @@ static int header_claim(struct slog *l, uint32_t pool, uint64_t off, uint64_t wa
 	uint64_t old = 0;
 	int rc = 0;
 	for (int tries = 0; tries < 2; tries++) {
-		if ((rc = rp_pool_cas(l->ps, pool, off, 0, want, &old)) < 0 &&
-		    (rc = rp_pool_read(l->ps, pool, off, &old, 8)) < 0)
-			return rc; /* (no answer either way) */
-		if (old == want)
+		if ((rc = rp_pool_cas(l->ps, pool, off, 0, want, &old)) == 0 && old == 0)
 			return 0;
+		/* (no answer: what the header holds now tells) */
+		if (rc < 0 && (rc = rp_pool_faa(l->ps, pool, off, 0, &old)) < 0)
+			return rc;
+		if (old == want)
+			return 0; /* (a try that timed out had landed) */
 		if (old != 0)
 			return old == HDR_JUNK ? 1 : -EIO; /* (another claim at our position: never) */
 	}
@@ -316,8 +318,8 @@ static int slot_read(struct slog *l, uint64_t q, uint32_t pool, uint64_t off)
 }
 
 /* Decide position q: 1 with a claim's slot in l->slot and its fields in
- * *h, 2 for junk (or a header that claims nothing), 0 when not decided
- * yet (empty within the hole bound), <0 an error. */
+ * *h, 2 for junk (or a header that claims nothing, read twice), 0 when not
+ * decided yet (empty within the hole bound), <0 an error. */
 static int decide(struct slog *l, uint64_t q, struct hdr *h)
 {
 	uint32_t pool;
@@ -327,16 +329,32 @@ static int decide(struct slog *l, uint64_t q, struct hdr *h)
 		rc = slot_locate(l, q, true, &pool, &off); /* (to junk it) */
 	if (rc < 0)
 		return rc == -EAGAIN ? 0 : rc;
-	for (int tries = 0; tries < 2; tries++) {
+	bool fresh = false;
+	for (int tries = 0; tries < 3; tries++) {
 		if ((rc = slot_read(l, q, pool, off)) < 0)
 			return rc;
 		memcpy(&w, l->slot, 8);
-		if (w != 0)
-			return hdr_claim(w, q, l->slot + 8, h) ? 1 : 2;
+		if (w == HDR_JUNK)
+			return 2;
+		if (w != 0 && hdr_claim(w, q, l->slot + 8, h))
+			return 1;
+		/* A header that claims nothing may be a torn read: one read
+		 * need not see the body, written before the claim, when it
+		 * sees the claim (nor a header word whole). A read issued after
+		 * it sees the claim and the body written, final: decide on
+		 * that one. */
+		if (w != 0 && fresh)
+			return 2;
+		if (w != 0) {
+			fresh = true;
+			l->ra_n = 0;
+			continue;
+		}
 		if (!hole_due(l, q))
 			return 0;
 		if ((rc = rp_pool_cas(l->ps, pool, off, 0, HDR_JUNK, &old)) < 0)
 			return rc;
+		l->ra_n = 0; /* (what the junking lost to is read afresh) */
 	}
 	return 0;
 }

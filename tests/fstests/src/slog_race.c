@@ -149,8 +149,12 @@ static int pass(struct rp_poolset *ps, uint32_t m, FILE *out, uint64_t **v, size
 	struct slog_entry *e = malloc(sizeof(*e));
 	uint64_t tail = 0, end = rp_now_ms() + 60000;
 	int rc = e ? slog_open(ps, &anchor, m, HOLE_MS, &l) : -ENOMEM;
-	if (rc == 0)
-		rc = vol_home_read(ps, TAIL_OFF, &tail, 8);
+	if (rc < 0) {
+		fprintf(stderr, "slog_race: check: %s\n", strerror(-rc));
+		free(e);
+		return rc;
+	}
+	rc = vol_home_read(ps, TAIL_OFF, &tail, 8);
 	*n = 0;
 	*v = rc == 0 ? calloc(tail + 1, sizeof(**v)) : NULL;
 	while (rc >= 0 && *v && slog_cursor(l) < tail && rp_now_ms() < end) {
@@ -208,6 +212,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: slog_race CLUSTER run RACER GEN SECONDS | check\n");
 		return 2;
 	}
+	/* (line by line: a racer killed with -9 leaves whole lines) */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct rp_poolset *ps = helper_open_flags(argv[1], racer ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
 	int rc = home_init(ps);
 	if (rc < 0)
