@@ -414,7 +414,7 @@ struct rp_fs {
 	pthread_cond_t lease_cv;  /* CLOCK_MONOTONIC: renewals, kicks, stop */
 	pthread_t lease_thread;
 	bool lease_running, lease_stop, lease_kick;
-	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_now_ms) */
+	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_boot_ms) */
 	atomic_bool lease_lost;
 	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
 	struct rp_volplace place; /* copies; stale pools (placement.c) */

@@ -507,12 +507,18 @@ static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const stru
 	return rc < 0 ? -1 : old == e || old == next;
 }
 
+/* How many claims a move needs: a majority of the peers; any one, never
+ * taking another mover's (the one copy every peer's answers left in sync,
+ * home_drop_missing); any one, taking others' over (rebuild --force). */
+enum move_mode { MOVE_MAJORITY, MOVE_ALONE, MOVE_FORCE };
+
 /* Move the copies in keep that are at epoch e to a new epoch, with keep as
  * its members and the authority set_pick gives. The epoch is one ballot
  * (rdmapool(7) (1)): claimed first on every copy it moves, and taken only
  * when the claims reach a majority (any copy with one or two peers, or
  * with force); else the claims it got are given back and the next epoch
- * tried (up to six above e: the slot of e's record is the seventh). Then
+ * tried (up to six above e: the slot of e's record is the seventh); mode
+ * says how many claims it needs and whether it takes others' over. Then
  * the record is written on each copy claimed and the copy moved by
  * compare-and-swap from e (move_one); one that is joining (a resync's)
  * gets the record only. Nothing is undone: a move that reaches too few
@@ -521,18 +527,19 @@ static int move_one(struct rp_poolset *ps, uint32_t id, uint64_t tag, const stru
  * (when given). -EAGAIN: too few of keep are still at e (another process
  * moved them first); -EBUSY: every epoch it may take is claimed. */
 static int home_move(struct rp_poolset *ps, uint64_t e, uint64_t first, const struct home_set *keep,
-		     int64_t auth, bool force, struct home_set *moved, struct home_set *recorded,
-		     uint64_t *to)
+		     int64_t auth, enum move_mode mode, struct home_set *moved,
+		     struct home_set *recorded, uint64_t *to)
 {
 	struct home_claims c;
 	uint32_t a = set_pick(keep, auth);
+	bool any = mode != MOVE_MAJORITY;
 	moved->n = 0;
 	for (uint64_t next = first > e ? first : e + 1; next < e + MEMBERS_SLOTS; next++) {
 		uint64_t tag = claim_tag(next);
-		claim_round(ps, e, keep, tag, force, &c);
-		if (!(force ? c.claimed.n > 0 : quorum(ps, c.claimed.n))) {
+		claim_round(ps, e, keep, tag, mode == MOVE_FORCE, &c);
+		if (!(any ? c.claimed.n > 0 : quorum(ps, c.claimed.n))) {
 			claim_release(ps, &c);
-			if (!(force ? c.may.n > 0 : quorum(ps, c.may.n)))
+			if (!(any ? c.may.n > 0 : quorum(ps, c.may.n)))
 				return -EAGAIN;
 			continue; /* (claimed by another mover, live or dead) */
 		}
@@ -572,7 +579,7 @@ static int home_force_drop(struct rp_poolset *ps, struct home_view *v)
 		"update of the volume table that only they hold is lost%s", gone,
 		quorum(ps, keep.n) ? "" : ", and if they come back while these copies do not, "
 		"they are taken as the newer ones");
-	if (home_move(ps, v->top, v->stray_top + 1, &keep, v->auth, true, &moved, NULL, &to) < 0 ||
+	if (home_move(ps, v->top, v->stray_top + 1, &keep, v->auth, MOVE_FORCE, &moved, NULL, &to) < 0 ||
 	    !moved.n)
 		return -EAGAIN;
 	known_raise(ps, to);
@@ -684,14 +691,17 @@ static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_
  * the others past it: home_ahead). 0 when moved, 1 when another process
  * moved first (scan again); <0 when it cannot move. */
 /* Does every listed peer answer with what it holds (none down, none empty
- * or being filled, no empty member the top rests on)? Then no copy
- * anywhere is newer than the top's members that answer, a majority or not:
- * a stray above them took no acknowledged update (one needs every member
- * of its epoch, or a majority to drop the others), and the copies out of
- * sync are older. */
+ * or being filled, no empty member the top rests on)? Then, with one
+ * member left at the top, no copy anywhere is newer than it: a stray above
+ * it took no acknowledged update (one counts only when a majority holds it
+ * at its epoch, (2)), and a mover still at work that could yet give a stray
+ * its majority needs that one member too (the compare-and-swap on it
+ * decides between us); copies out of sync are older. (With two or more
+ * left at the top, a live mover could complete a stray on one of them while
+ * we move the other: not taken.) */
 static bool all_seen(const struct rp_poolset *ps, const struct home_view *v)
 {
-	if (v->unsure.n)
+	if (v->unsure.n || v->present.n != 1)
 		return false;
 	for (size_t k = 0; k < ps->npeers; k++)
 		if (v->epochs[k] == UINT64_MAX || v->epochs[k] == 0)
@@ -704,27 +714,27 @@ static int home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 	struct home_set moved;
 	uint64_t to;
 	char gone[512];
-	/* (fewer than a majority at the top: only when every copy was seen,
-	 * e.g. a stray on one member with the third out of sync; the move
-	 * then takes what claims it gets, as a forced one) */
+	/* (fewer than a majority at the top: only the case all_seen allows,
+	 * e.g. a stray on one member of three with the third out of sync; the
+	 * move then needs that one copy's claim, as any other mover would) */
 	bool few = !quorum(ps, v->present.n);
 	if (few && !all_seen(ps, v))
 		return -ENOLINK;
-	int rc = home_move(ps, v->top, v->stray_top + 1, &v->present, v->auth, few, &moved, NULL,
-			   &to);
+	int rc = home_move(ps, v->top, v->stray_top + 1, &v->present, v->auth,
+			   few ? MOVE_ALONE : MOVE_MAJORITY, &moved, NULL, &to);
 	if (rc == -EAGAIN || (rc == 0 && !moved.n))
 		return 1;
 	if (rc < 0 || (!few && !quorum(ps, moved.n)))
 		return rc < 0 ? rc : -ENOLINK; /* (what moved are strays now) */
 	if (few)
-		rp_warn("volume table: every peer answers and only %u member(s) of home epoch %llu "
-			"hold it: moved on with them to %llu; the others are out of sync until "
-			"'rdmapool rebuild'", moved.n, (unsigned long long)v->top,
-			(unsigned long long)to);
+		rp_warn("volume table: every peer answers and only peer %u of home epoch %llu "
+			"holds it: moved on with it alone to %llu; updates need the others filled "
+			"again (a mount's background resync, or 'rdmapool rebuild')",
+			moved.id[0], (unsigned long long)v->top, (unsigned long long)to);
 	set_print(&v->missing, gone, sizeof(gone));
 	if (v->missing.n)
-		rp_warn("volume table: peer(s) %s do not answer; out of sync until 'rdmapool "
-			"rebuild'", gone);
+		rp_warn("volume table: peer(s) %s do not answer; out of sync until a mount's "
+			"background resync or 'rdmapool rebuild' fills them", gone);
 	if (v->stray.n)
 		rp_info("volume table: home epoch %llu had no majority (a move cut short): moved "
 			"past it to %llu", (unsigned long long)v->stray_top,
@@ -837,7 +847,7 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 		return -ENOLINK;
 	}
 	uint64_t to;
-	int rc = home_move(ps, e, e + 1, took, auth, false, &moved, NULL, &to);
+	int rc = home_move(ps, e, e + 1, took, auth, MOVE_MAJORITY, &moved, NULL, &to);
 	if (rc == -EAGAIN || (rc == 0 && !moved.n))
 		return -ESTALE;
 	if (rc < 0) {
@@ -857,7 +867,8 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 		if (missed[k]) {
 			ps->pools[ps->ids[k]].home_out = true;
 			rp_warn("volume table: peer %u missed an update; it is out of sync until "
-				"'rdmapool rebuild'", ps->ids[k]);
+				"a mount's background resync or 'rdmapool rebuild' fills it",
+				ps->ids[k]);
 		}
 	return 0;
 }
@@ -1184,7 +1195,7 @@ static int home_resync_locked(struct rp_poolset *ps, FILE *out)
 		set_add(keep, filled.id[i]);
 	uint64_t next = 0, old;
 	if (rc == 0 && filled.n) {
-		rc = home_move(ps, v->top, v->stray_top + 1, keep, v->auth, false, &moved, &recorded,
+		rc = home_move(ps, v->top, v->stray_top + 1, keep, v->auth, MOVE_MAJORITY, &moved, &recorded,
 			       &next);
 		if (rc == 0 && !moved.n)
 			rc = -EAGAIN; /* another process moved the epoch first */
@@ -1262,7 +1273,7 @@ static int home_init_locked(struct rp_poolset *ps)
 	struct home_set moved;
 	uint64_t to, prev, tag = 0;
 	if (rc == 0 && v->top == 0) {
-		if (home_move(ps, 0, 1, keep, -1, false, &moved, NULL, &to) == 0 && moved.n)
+		if (home_move(ps, 0, 1, keep, -1, MOVE_MAJORITY, &moved, NULL, &to) == 0 && moved.n)
 			known_raise(ps, to);
 	} else if (rc == 0 && !v->recorded && (tag = claim_tag(v->top)))
 		for (uint32_t i = 0; i < keep->n; i++)

@@ -17,6 +17,7 @@
 
 #define CKPT_RETRY_MS 10000
 #define HOME_RESYNC_MS 5000 /* how often the holder looks for home copies out of sync */
+#define HOME_RESYNC_MAX_MS 60000
 #define HELD_DRAIN_MS 3000
 
 static int check_volume_name(const char *name, char *err, size_t errlen)
@@ -299,7 +300,8 @@ fail:
 static void *bg_main(void *arg)
 {
 	struct rp_fs *fs = arg;
-	uint64_t last_flush = rp_now_ms(), last_clear = last_flush, last_home = last_flush;
+	uint64_t last_flush = rp_now_ms(), last_clear = last_flush, next_home = last_flush;
+	uint64_t home_wait = HOME_RESYNC_MS;
 	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
@@ -327,11 +329,17 @@ static void *bg_main(void *arg)
 		place_note_down(fs); /* a copy that went away: degraded from now on */
 		rebuild_poll(fs);    /* 'rdmapool rebuild' asked us to fill stale copies */
 		/* home copies dropped by a hiccup come back by themselves: a
-		 * second failure then still finds a majority in sync */
-		if (!atomic_load(&fs->lease_lost) && now - last_home >= HOME_RESYNC_MS) {
-			last_home = now;
-			if (home_any_out(fs->ps))
-				home_resync(fs->ps, NULL);
+		 * second failure then still finds a majority in sync (only as
+		 * the holder, while its lease is fresh; a resync that fails
+		 * waits twice as long before the next, up to a minute: it
+		 * holds the lock the lease's renewals take) */
+		if (!atomic_load(&fs->lease_lost) && rp_boot_ms() < atomic_load(&fs->lease_fresh_until) &&
+		    now >= next_home) {
+			bool out = home_any_out(fs->ps);
+			home_wait = out && home_resync(fs->ps, NULL) < 0
+					    ? RP_MIN(home_wait * 2, HOME_RESYNC_MAX_MS)
+					    : HOME_RESYNC_MS;
+			next_home = now + home_wait;
 		}
 		if (!atomic_load(&fs->lease_lost))
 			diverged_resync(fs); /* copies a failed write left different */
