@@ -685,11 +685,6 @@ static int home_fill(struct rp_poolset *ps, uint32_t auth, uint64_t top, uint32_
 	return rc < 0 ? rc : -EAGAIN; /* (still changing: next time) */
 }
 
-/* Members that do not answer while enough do, and strays: the epoch moves
- * on without them (past the strays), so that the authority is one that
- * answers, the same for every process (one still using a dropped one finds
- * the others past it: home_ahead). 0 when moved, 1 when another process
- * moved first (scan again); <0 when it cannot move. */
 /* Does every listed peer answer with what it holds (none down, none empty
  * or being filled, no empty member the top rests on)? Then, with one
  * member left at the top, no copy anywhere is newer than it: a stray above
@@ -709,6 +704,11 @@ static bool all_seen(const struct rp_poolset *ps, const struct home_view *v)
 	return true;
 }
 
+/* Members that do not answer while enough do, and strays: the epoch moves
+ * on without them (past the strays), so that the authority is one that
+ * answers, the same for every process (one still using a dropped one finds
+ * the others past it: home_ahead). 0 when moved, 1 when another process
+ * moved first (scan again); <0 when it cannot move. */
 static int home_drop_missing(struct rp_poolset *ps, const struct home_view *v)
 {
 	struct home_set moved;
