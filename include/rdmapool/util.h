@@ -69,4 +69,14 @@ static inline uint64_t rp_get_le64(const uint8_t *p)
 	return v;
 }
 
+/* FNV-1a, 64 bits, over len bytes, from h (RP_FNV_INIT to start): for
+ * signatures compared within one process, not for anything on a pool. */
+#define RP_FNV_INIT 0xcbf29ce484222325ull
+static inline uint64_t rp_fnv1a(uint64_t h, const void *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ ((const uint8_t *)buf)[i]) * 0x100000001b3ull;
+	return h;
+}
+
 #endif

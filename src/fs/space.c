@@ -50,13 +50,13 @@
  * same. Returns whether it read them. */
 static uint64_t ring_stamp(struct rp_fs *fs, const struct rp_volplace *pl)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ pl->seq, s;
+	uint64_t h = rp_fnv1a(RP_FNV_INIT, &pl->seq, sizeof(pl->seq)), s;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
 		if (p->stale || !rp_pool_connected(fs->ps, pl->ring[i]) ||
 		    rp_pool_bitmap_stamp(fs->ps, pl->ring[i], &s) < 0)
 			return 0; /* (no stamp: read the bitmaps) */
-		h = (h ^ s) * 0x100000001b3ull;
+		h = rp_fnv1a(h, &s, sizeof(s));
 	}
 	return h ? h : 1;
 }
@@ -99,14 +99,13 @@ static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint
  * its connected, stale and filling flags): a change makes a refresh due */
 static uint64_t connected_sig(const struct rp_fs *fs)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = RP_FNV_INIT;
 	for (size_t k = 0; k < fs->ps->npeers; k++) {
 		uint32_t id = fs->ps->ids[k];
 		const struct rp_pool *p = &fs->ps->pools[id];
 		uint64_t v = (uint64_t)id << 3 | (uint64_t)rp_pool_connected(fs->ps, id) << 2 |
 			     (uint64_t)atomic_load(&p->stale) << 1 | (uint64_t)atomic_load(&p->filling);
-		for (int i = 0; i < 8; i++)
-			h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+		h = rp_fnv1a(h, &v, sizeof(v));
 	}
 	return h;
 }

@@ -478,10 +478,7 @@ int rp_pool_bitmap_stamp(struct rp_poolset *ps, uint32_t pool, uint64_t *stamp)
 		rc = -EBUSY;
 	if (rc < 0)
 		return rc;
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over the four words */
-	for (size_t i = 0; i < sizeof(w); i++)
-		h = (h ^ ((const uint8_t *)w)[i]) * 0x100000001b3ull;
-	*stamp = h;
+	*stamp = rp_fnv1a(RP_FNV_INIT, w, sizeof(w));
 	return 0;
 }
 
