@@ -965,8 +965,9 @@ static void copy_join_update(struct rp_poolset *ps, uint32_t id, const struct ho
 		rp_pool_write(ps, id, u->off, u->buf, u->len);
 }
 
-/* Copies this process found out of sync that it cannot reach now: another
- * process's resync may have brought them back. Members of e as the
+/* Copies this process found out of sync that it cannot reach now (another
+ * process's resync may have brought them back), or that answer below e
+ * (a move to e may not have reached them yet). Members of e as the
  * authority records them missed the update (true: drop them). */
 static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
 			  const struct home_set *unsure, bool *missed)
@@ -1023,8 +1024,12 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			continue;
 		}
 		if (prc == 0 && pe < e) {
+			/* out of sync already, or a member of e that a move
+			 * has not reached yet: it would arrive without this
+			 * write (the record decides, unsure_missed) */
 			ps->pools[id].home_out = true;
-			continue; /* out of sync already */
+			set_add(&unsure, id);
+			continue;
 		}
 		if (prc == 0)
 			prc = copy_update(ps, auth, id, u, e);

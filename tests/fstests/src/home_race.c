@@ -16,7 +16,11 @@
  *   home_race CLUSTER strand PEER MEMBER...  PEER alone moved to the next
  *                                              epoch, recording MEMBERs
  *   home_race CLUSTER claim PEER...          the next epoch claimed on the
- *                                              PEERs, nothing moved */
+ *                                              PEERs, nothing moved
+ * and, for fstest 085, whether every copy at the top epoch holds the same
+ * counter (a copy that holds the authority's epoch holds every update
+ * acknowledged at it, rdmapool(7) (4)), read as it is, nothing resynced:
+ *   home_race CLUSTER tops                   -> "peer P: epoch E counter V" */
 #include "config.h"
 #include "../../../src/fs/fs_impl.h"
 #include "../../helpers/helper.h"
@@ -39,13 +43,14 @@
 #define SLOT_OFF(e, n) (EPOCH_OFF + 64 + (e) % (n) * 1024)
 
 /* Record epoch e on copy id: the tag as a table from before claims wrote
- * it (found in both layouts), the members, the authority. */
+ * it (found in both layouts), the members, the authority (the first member,
+ * so that every copy a move reaches holds the same record). */
 static int record(struct rp_poolset *ps, uint32_t id, uint64_t e, char **members, int n)
 {
 	uint8_t buf[16 + 2 * RP_MAX_PEERS] = { 0 };
 	memcpy(buf, &e, 8);
 	rp_put_le32(buf + 8, (uint32_t)n);
-	rp_put_le32(buf + 12, id + 1);
+	rp_put_le32(buf + 12, n ? (uint32_t)atoi(members[0]) + 1 : id + 1);
 	for (int i = 0; i < n; i++)
 		rp_put_le16(buf + 16 + 2 * i, (uint16_t)atoi(members[i]));
 	int rc = rp_pool_write(ps, id, SLOT_OFF(e, 7), buf, 16 + 2 * (size_t)n);
@@ -148,19 +153,53 @@ static int check(struct rp_poolset *ps, const struct rp_cluster *cl)
 	return bad;
 }
 
+static int tops(struct rp_poolset *ps, const struct rp_cluster *cl)
+{
+	uint64_t top = 0, e[RP_MAX_PEERS] = { 0 }, v[RP_MAX_PEERS] = { 0 };
+	bool ok[RP_MAX_PEERS] = { false };
+	for (size_t k = 0; k < cl->npeers && k < RP_MAX_PEERS; k++) {
+		uint32_t id = cl->peers[k].id;
+		ok[k] = rp_pool_faa(ps, id, EPOCH_OFF, 0, &e[k]) == 0 &&
+			rp_pool_read(ps, id, COUNTER_OFF, &v[k], 8) == 0;
+		if (ok[k] && e[k] > top)
+			top = e[k];
+	}
+	int bad = 0, first = -1;
+	for (size_t k = 0; k < cl->npeers && k < RP_MAX_PEERS; k++) {
+		if (!ok[k]) {
+			printf("peer %u: unreadable\n", cl->peers[k].id);
+			bad = 1;
+			continue;
+		}
+		printf("peer %u: epoch %llu counter %llu\n", cl->peers[k].id,
+		       (unsigned long long)e[k], (unsigned long long)v[k]);
+		if (e[k] != top)
+			continue;
+		if (first < 0)
+			first = (int)k;
+		else if (v[k] != v[first])
+			bad = 1;
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
 		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync] | check | strand PEER "
-				"MEMBER... | claim PEER...\n");
+				"MEMBER... | claim PEER... | tops\n");
 		return 2;
 	}
 	/* a racer starts as a mount does, with a pool down if one is (seed
 	 * 476631 stopped one at t=0: every racer quit at its connect) */
 	bool racer = strcmp(argv[2], "run") == 0;
 	struct rp_poolset *ps = helper_open_flags(argv[1], racer ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
-	int rc = home_init(ps);
+	/* strand, claim and tops write and read the layout as they find it:
+	 * no election first (one would move strays a step left on purpose) */
+	bool raw = strcmp(argv[2], "strand") == 0 || strcmp(argv[2], "claim") == 0 ||
+		   strcmp(argv[2], "tops") == 0;
+	int rc = raw ? 0 : home_init(ps);
 	if (rc < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
 	if (strcmp(argv[2], "run") == 0)
@@ -169,6 +208,8 @@ int main(int argc, char **argv)
 		rc = strand(ps, (uint32_t)atoi(argv[3]), argv + 4, argc - 4);
 	else if (strcmp(argv[2], "claim") == 0)
 		rc = claim(ps, argv + 3, argc - 3);
+	else if (strcmp(argv[2], "tops") == 0)
+		rc = tops(ps, cl);
 	else
 		rc = check(ps, cl);
 	rp_poolset_close(ps);
