@@ -39,21 +39,39 @@ mkdir -p _build-asan
 # the concurrency-heavy fstests with TSan: any report fails them
 mkdir -p _build-tsan
 (cd _build-tsan && ../configure --enable-sanitizers=thread CFLAGS="-O1 -g -Werror" > configure.log &&
-	make -j"$(nproc)" > make.log && make check-tsan) || { status=1; failed+=(tsan); }
+	make -j"$(nproc)" > make.log && make check-tsan > check-tsan.log 2>&1) ||
+	{ status=1; failed+=(tsan); }
+cat _build-tsan/check-tsan.log 2>/dev/null || true
 # each fuzz target for 30 s from its corpus (clang's libFuzzer)
 mkdir -p _build-fuzz
 (cd _build-fuzz && ../configure CC=clang --enable-fuzzing CFLAGS="-O1 -g -Werror" > configure.log &&
 	make -j"$(nproc)" > make.log && make check-fuzz FUZZ_SECONDS=30) || { status=1; failed+=(fuzz); }
 cd _build
 
-# What failed, again at the very end: a long log is often read by its tail.
+# What failed, again at the very end and short (a long log is often read
+# by its last fifty lines only): each failed test's verdict, the start of
+# its diff and its first non-info lines (a nemesis's seed among them), not
+# the pool logs' tails.
 if [ $status != 0 ]; then
+	{
+		for log in $(find tests ../_build-asan/tests -name '*.log' ! -name test-suite.log 2>/dev/null); do
+			grep -q '^not ok' "$log" 2>/dev/null || continue
+			echo "--- $log"
+			grep -A 12 '^not ok' "$log" | head -n 14
+		done
+		for log in check-fstests.log ../_build-tsan/check-tsan.log; do
+			grep -q '\[failed\]' "$log" 2>/dev/null || continue
+			echo "--- $log"
+			awk '/\[failed\]/ { n = 0; on = 1; print; next }
+			     /^[0-9][0-9][0-9] \[/ { on = 0 }
+			     on && !/^    [|#]/ && n++ < 14' "$log"
+		done
+		for f in ../_build-asan/sanitizer-reports/* ../_build-tsan/sanitizer-reports/*; do
+			[ -f "$f" ] && [ "${f##*/}" != failed ] || continue
+			echo "--- $f"
+			grep -m 12 -E 'ERROR|WARNING|SUMMARY|^    #[0-9] ' "$f"
+		done
+	} | tail -n 48 || true
 	echo "=== failed: ${failed[*]}"
-	for log in $(find tests -name '*.log' ! -name test-suite.log); do
-		grep -q '^not ok' "$log" 2>/dev/null || continue
-		echo "--- $log"
-		grep -A 45 '^not ok' "$log" | head -n 120
-	done
-	grep -B 2 -A 240 '\[failed\]' check-fstests.log | head -n 400
 fi
 exit $status
