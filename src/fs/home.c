@@ -965,9 +965,8 @@ static void copy_join_update(struct rp_poolset *ps, uint32_t id, const struct ho
 		rp_pool_write(ps, id, u->off, u->buf, u->len);
 }
 
-/* Copies this process found out of sync that it cannot reach now (another
- * process's resync may have brought them back), or that answer below e
- * (a move to e may not have reached them yet). Members of e as the
+/* Copies this process found out of sync that it cannot reach now: another
+ * process's resync may have brought them back. Members of e as the
  * authority records them missed the update (true: drop them). */
 static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
 			  const struct home_set *unsure, bool *missed)
@@ -983,6 +982,66 @@ static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
 	return any;
 }
 
+/* Wait (up to the operation timeout, as copy_transition waits for the
+ * transition before its own) for copy id, below e, to arrive at e; *pe its
+ * epoch word then. */
+static int copy_arrive(struct rp_poolset *ps, uint32_t id, uint64_t e, uint64_t *pe)
+{
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms;
+	int rc;
+	while ((rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, pe)) == 0 && *pe < e &&
+	       rp_now_ms() < deadline)
+		rp_sleep_ms(1);
+	return rc;
+}
+
+/* Copies that answered below e. A member of e among them is one that a
+ * move to e has not reached yet: it would arrive without this update
+ * (fstest 085). It is waited for and updated at e, else it counts as
+ * missing the update; the others are out of sync. With e's record
+ * unreadable or unrecorded, any may be a member: each counts as missing
+ * it (no wait on every write for a copy that may never come). -ESTALE:
+ * one arrived past e (elect again, redo it). */
+static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struct home_update *u,
+		   const struct home_set *below, struct home_set *took, bool *missed, bool *any)
+{
+	struct home_set members;
+	bool recorded = false;
+	int64_t rauth;
+	bool known = members_read(ps, auth, e, &members, &recorded, &rauth, NULL) == 0 && recorded;
+	for (size_t k = 0; k < ps->npeers; k++) {
+		uint32_t id = ps->ids[k];
+		uint64_t pe = 0;
+		if (!set_has(below, id))
+			continue;
+		ps->pools[id].home_out = true;
+		if (known && !set_has(&members, id))
+			continue; /* out of sync already */
+		int prc = known ? copy_arrive(ps, id, e, &pe) : -EAGAIN;
+		if (prc == 0 && (pe & HOME_JOINING)) {
+			copy_join_update(ps, id, u); /* (what it misses, the fill copies) */
+			continue;
+		}
+		if (prc == 0 && pe > e) {
+			int arc = home_ahead(ps, auth, id, pe, &e);
+			return arc < 0 ? arc : -ESTALE;
+		}
+		if (prc == 0 && pe < e)
+			prc = -ETIMEDOUT;
+		if (prc == 0)
+			prc = copy_update(ps, auth, id, u, e);
+		if (prc == -ENOLCK)
+			return prc; /* fenced: a newer holder decides, drop nothing */
+		if (prc == 0) {
+			set_add(took, id);
+			ps->pools[id].home_out = false;
+		} else {
+			missed[k] = *any = true;
+		}
+	}
+	return 0;
+}
+
 /* Write to the authority and to every copy in sync with it (same epoch,
  * read now: another thread, or another process's resync, may just have
  * moved it); the authority's write decides the result. A copy this process
@@ -995,6 +1054,7 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
 	struct home_set *took = calloc(1, sizeof(*took)); /* the copies that hold it at e */
 	struct home_set unsure = { 0 }; /* out of sync when last seen, and gone */
+	struct home_set below = { 0 };  /* answered below e */
 	uint64_t e;
 	int rc = missed && took ? rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e) : -ENOMEM;
 	if (rc == 0 && !u->atomic)
@@ -1025,10 +1085,8 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		}
 		if (prc == 0 && pe < e) {
 			/* out of sync already, or a member of e that a move
-			 * has not reached yet: it would arrive without this
-			 * write (the record decides, unsure_missed) */
-			ps->pools[id].home_out = true;
-			set_add(&unsure, id);
+			 * has not reached yet (lagging decides) */
+			set_add(&below, id);
 			continue;
 		}
 		if (prc == 0)
@@ -1041,6 +1099,8 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		else
 			missed[k] = any = true; /* it may have been in sync: drop it */
 	}
+	if (rc == 0 && below.n)
+		rc = lagging(ps, auth, e, u, &below, took, missed, &any);
 	if (rc == 0 && unsure.n)
 		any |= unsure_missed(ps, auth, e, &unsure, missed);
 	if (any && rc == 0)

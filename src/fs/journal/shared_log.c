@@ -54,7 +54,22 @@ struct slog {
 	uint64_t ra_pos;
 	uint32_t ra_n;
 	uint8_t ra[READ_AHEAD * SLOG_SLOT];
+#ifdef RP_TEST_HOOKS
+	void (*stall)(void *arg, uint64_t pos, unsigned part);
+	void *stall_arg;
+#endif
 };
+
+#ifdef RP_TEST_HOOKS
+void slog_test_stall(struct slog *l, void (*fn)(void *arg, uint64_t pos, unsigned part), void *arg)
+{
+	l->stall = fn;
+	l->stall_arg = arg;
+}
+#define STALL(l, pos, part) ((l)->stall ? (l)->stall((l)->stall_arg, (pos), (part)) : (void)0)
+#else
+#define STALL(l, pos, part) ((void)0)
+#endif
 
 struct hdr {
 	unsigned part, nparts;
@@ -234,9 +249,11 @@ static int append_at(struct slog *l, uint64_t p, const uint8_t *body, size_t len
 		if ((rc = slot_locate(l, p + i, true, &pools[i], &offs[i])) == 0)
 			rc = rp_pool_write(l->ps, pools[i], offs[i] + 8, payload, PAYLOAD);
 	}
-	for (unsigned i = 0; i < n && rc == 0; i++)
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		STALL(l, p, i); /* (tests: after the bodies, between claims) */
 		if ((rc = header_claim(l, pools[i], offs[i], words[i])) == 1)
 			rc = -EAGAIN;
+	}
 	if (rc < 0 && rc != -ENOSPC)
 		junk_rest(l, p, p + n); /* (claimed parts stay: the record is dead all the same) */
 	return rc;

@@ -72,5 +72,11 @@ int slog_next(struct slog *l, struct slog_entry *e);
 int slog_describe(struct slog *l, uint64_t pos, char *buf, size_t len);
 /* The position slog_next looks at next. */
 uint64_t slog_cursor(const struct slog *l);
+#ifdef RP_TEST_HOOKS
+/* Tests only (fstest 083): fn runs before each part's claim of an append
+ * at pos (part 0: after every body is written), where a racer stalls. */
+void slog_test_stall(struct slog *l, void (*fn)(void *arg, uint64_t pos, unsigned part),
+		     void *arg);
+#endif
 
 #endif

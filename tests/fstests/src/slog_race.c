@@ -92,8 +92,64 @@ static void nap_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Stalls inside an append (test hook): racer 2 after writing every body,
+ * before its first claim; racer 3 between the first part's claim and the
+ * second's. A reader junks the slot the stalled claim wanted; the record,
+ * dead there (its first part claimed, for racer 3), goes to a new
+ * position. */
+struct stall {
+	unsigned part;  /* the claim to stall before */
+	bool armed, hit;
+	uint64_t pos;   /* the append's position when it stalled */
+};
+
+static void stall_fn(void *arg, uint64_t pos, unsigned part)
+{
+	struct stall *st = arg;
+	if (!st->armed || part != st->part)
+		return;
+	st->armed = false;
+	st->hit = true;
+	st->pos = pos;
+	nap_ms(2 * HOLE_MS);
+}
+
+/* Racer r stalls once in every third second, its own ((r - 1) mod 3): the
+ * others read meanwhile and junk what it holds back (stalls drawn by
+ * record number lined up, the racers starting together, and nobody read). */
+static bool stall_due(uint32_t r, uint64_t *cycle)
+{
+	uint64_t sec = rp_now_ms() / 1000;
+	if (sec % 3 != (r - 1) % 3 || sec / 3 + 1 == *cycle)
+		return false;
+	*cycle = sec / 3 + 1;
+	return true;
+}
+
+/* Arm the stall inside the append for racer 2 or 3 (record length len);
+ * after the append, stall_report says where it died when it stalled and
+ * ended elsewhere. */
+static void stall_arm(struct stall *st, uint32_t r, size_t len, uint64_t *cycle)
+{
+	st->hit = false;
+	st->part = r == 3;
+	st->armed = (r == 2 || (r == 3 && len > SLOG_PART_DATA)) && stall_due(r, cycle);
+}
+
+static void stall_report(const struct stall *st, uint32_t r, uint32_t g, uint64_t s, int rc,
+			 uint64_t pos)
+{
+	/* (-EAGAIN is the one failure that says where the record is not:
+	 * a reader junked a part first; a claim in doubt may have landed) */
+	if (st->hit && ((rc == 0 && pos != st->pos) || rc == -EAGAIN))
+		printf("%s %u %llu %llu %d\n", r == 2 ? "junked-before-claims" : "junked-between-claims",
+		       g, (unsigned long long)s, (unsigned long long)st->pos, rc);
+}
+
 static int run(struct rp_poolset *ps, uint32_t r, uint32_t g, long secs)
 {
+	struct stall st = { 0 };
+	uint64_t cycle = 0;
 	struct slog *l;
 	struct slog_entry *e = malloc(sizeof(*e));
 	uint8_t *b = malloc(SLOG_MAX_RECORD);
@@ -102,26 +158,33 @@ static int run(struct rp_poolset *ps, uint32_t r, uint32_t g, long secs)
 		fprintf(stderr, "slog_race: open: %s\n", strerror(-rc));
 		return 1;
 	}
-	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, pos;
+#ifdef RP_TEST_HOOKS
+	slog_test_stall(l, stall_fn, &st);
+#endif
+	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, pos = 0;
 	long acks = 0, errs = 0;
 	bool full = false;
 	for (uint64_t s = 0; rp_now_ms() < end; s++) {
 		size_t len = body_len(r, g, s);
 		body_make(b, r, g, s, len);
-		/* now and then (racer 1 only, while the others read) an appender
+		/* now and then (racer 1, while the others read) an appender
 		 * stalled past the hole bound between its reservation and its
 		 * claims: a reader junks the slots, the claim must fail, and the
 		 * record goes to a new position (only then: a claim in doubt may
 		 * have landed) */
 		int put = 1;
-		if (!full && r == 1 && s % 20 == 5 && (put = slog_reserve(l, len, &pos)) == 0) {
-			nap_ms(HOLE_MS + 400);
+		stall_arm(&st, r, len, &cycle);
+		if (!full && r == 1 && stall_due(r, &cycle) && (put = slog_reserve(l, len, &pos)) == 0) {
+			nap_ms(2 * HOLE_MS);
 			put = slog_put(l, pos, b, len);
 			printf("%s %u %llu %llu %d\n", put == -EAGAIN ? "junked" : "stalled", g,
 			       (unsigned long long)s, (unsigned long long)pos, put);
 		}
-		if (!full && (put == 0 || ((put == 1 || put == -EAGAIN) &&
-					   (put = slog_append(l, b, len, &pos)) == 0))) {
+		if (!full && (put == 1 || put == -EAGAIN)) {
+			put = slog_append(l, b, len, &pos);
+			stall_report(&st, r, g, s, put, pos);
+		}
+		if (!full && put == 0) {
 			printf("ack %u %llu %llu\n", g, (unsigned long long)s, (unsigned long long)pos);
 			acks++;
 		} else if (!full) {
