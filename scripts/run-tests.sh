@@ -49,29 +49,31 @@ mkdir -p _build-fuzz
 cd _build
 
 # What failed, again at the very end and short (a long log is often read
-# by its last fifty lines only): each failed test's verdict, the start of
-# its diff and its first non-info lines (a nemesis's seed among them), not
-# the pool logs' tails.
+# by its last fifty lines only): sanitizer reports' first lines, then each
+# failed test's verdict, the start of its diff and its first non-info
+# lines (a nemesis's seed among them), not the pool logs' tails; the
+# verdicts last, so that they are the lines kept.
 if [ $status != 0 ]; then
+	for f in ../_build-asan/sanitizer-reports/* ../_build-tsan/sanitizer-reports/*; do
+		[ -f "$f" ] && [ "${f##*/}" != failed ] || continue
+		echo "--- $f"
+		grep -m 6 -E 'ERROR|WARNING|SUMMARY|runtime error|^    #[0-9] ' "$f" || head -n 4 "$f"
+	done | tail -n 16 || true
 	{
 		for log in $(find tests ../_build-asan/tests -name '*.log' ! -name test-suite.log 2>/dev/null); do
 			grep -q '^not ok' "$log" 2>/dev/null || continue
 			echo "--- $log"
-			grep -A 12 '^not ok' "$log" | head -n 14
+			grep -A 8 '^not ok' "$log" | head -n 10
 		done
 		for log in check-fstests.log ../_build-tsan/check-tsan.log; do
 			grep -q '\[failed\]' "$log" 2>/dev/null || continue
 			echo "--- $log"
-			awk '/\[failed\]/ { n = 0; on = 1; print; next }
+			awk '/\[failed\]/ { d = 0; x = 0; on = 1; print; next }
 			     /^[0-9][0-9][0-9] \[/ { on = 0 }
-			     on && !/^    [|#]/ && n++ < 14' "$log"
+			     on && /^    ! / && x++ < 6 { print; next }
+			     on && /^    [^!|#]/ && d++ < 8' "$log"
 		done
-		for f in ../_build-asan/sanitizer-reports/* ../_build-tsan/sanitizer-reports/*; do
-			[ -f "$f" ] && [ "${f##*/}" != failed ] || continue
-			echo "--- $f"
-			grep -m 12 -E 'ERROR|WARNING|SUMMARY|^    #[0-9] ' "$f"
-		done
-	} | tail -n 48 || true
+	} | tail -n 30 || true
 	echo "=== failed: ${failed[*]}"
 fi
 exit $status
