@@ -3,7 +3,14 @@
  * The namespace lives in the mounter's memory; every change is appended to
  * a metadata log in pool blocks as checksummed, sequenced records, grouped
  * into transactions; a checkpoint rewrites the whole namespace as a fresh
- * log (a new epoch) and switches the volume record to it. See rdmapool(7). */
+ * log (a new epoch) and switches the volume record to it. See rdmapool(7).
+ *
+ * The files are grouped by concern: namespace/ (operations, directories,
+ * inodes), journal/ (records, the log, applying it, checkpoints, followers,
+ * the shared log), data/ (file data, block maps, space), volume/ (the
+ * volume table, records, lease, mounting), replica/ (placement, rebuild,
+ * resync, write intent), admin/ (fsck, listing, metrics). The sections
+ * below name the file each part belongs to. */
 #ifndef RDMAPOOL_FS_IMPL_H
 #define RDMAPOOL_FS_IMPL_H
 

@@ -14,7 +14,7 @@
  * failed leaves its buckets set until the next mount (its copies may differ
  * until the diverged ranges are resynced, and perhaps after). */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 

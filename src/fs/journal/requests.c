@@ -5,7 +5,7 @@
  * FS_REQS_KEPT applied are kept, under fs->mu, and every checkpoint writes
  * them into its image. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 

@@ -8,7 +8,7 @@
  * statfs reports the reserve as used: Size = Used + Avail, and Avail is 0
  * before the reserve is touched. See rdmapool(7). */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/bitmap.h>
 #include <rdmapool/lock_order.h>

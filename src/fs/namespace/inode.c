@@ -1,6 +1,6 @@
 /* The inode table and conversions of inode attributes. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

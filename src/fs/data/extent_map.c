@@ -1,6 +1,6 @@
 /* A file's block map and lists of pool extents. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

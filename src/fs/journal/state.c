@@ -2,7 +2,7 @@
  * volume is replayed at mount and when a live operation commits, so what is
  * in memory is always what the log says. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/log.h>
 

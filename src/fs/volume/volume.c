@@ -15,7 +15,7 @@
  * A record is rewritten into the copy it did not come from, with a higher
  * sequence number and a checksum, so a torn update leaves the other copy. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/crypto.h>
 #include <rdmapool/layout.h>

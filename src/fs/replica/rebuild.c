@@ -7,7 +7,7 @@
  * bitmap and copied from a current copy; the pool is then marked current
  * in the placement record. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/progress.h>

@@ -2,7 +2,7 @@
  * transaction: its records are appended to the log and applied to memory
  * together, so the log and the namespace never disagree. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

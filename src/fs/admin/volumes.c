@@ -3,7 +3,7 @@
  * without a lease or a reader slot, so a mounted volume is described as of
  * its last flushed records. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>

@@ -12,7 +12,7 @@
  * read-only mount). They count as free space (statfs, the reserve): they
  * are this volume's to use. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

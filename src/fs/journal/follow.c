@@ -9,7 +9,7 @@
  * data (EIO) before the writer can give its blocks away; one the writer
  * expired loads everything afresh. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

@@ -2,7 +2,7 @@
  * length, epoch, sequence number, CRC32C over volume uuid, header and
  * payload) and a type-specific little-endian payload, padded to 8 bytes. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/crypto.h>
 #include <rdmapool/util.h>

@@ -5,7 +5,7 @@
  * written; truncation zeroes the tail it cuts), so holes and tails read as
  * zeros without any bookkeeping. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

@@ -2,7 +2,7 @@
  * their cookies so that readdir offsets stay valid while entries come and go
  * (telldir/seekdir stability). */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * write also compares the fence word with our writer epoch, which every
  * new holder increments. See rdmapool(7), LEASE and "Fencing". */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

@@ -11,7 +11,7 @@
  * next writer resyncs the range anyway: a failed write's intent buckets
  * stay set (intent.c, copies_resync). */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

@@ -25,7 +25,7 @@
  * so that one pool keeps the volume writable: two clients cut off from
  * each other's pool can then each go on. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/layout.h>
 #include <rdmapool/lock_order.h>

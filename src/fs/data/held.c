@@ -6,7 +6,7 @@
  * free, and go back to the pools once every live reader's position (in its
  * reader slot, volume.c) is past it. Without readers they go back at once. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>

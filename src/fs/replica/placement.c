@@ -8,7 +8,7 @@
  *   (bit i: ring[i]), 28 ring as 16-bit peer ids (RP_RING_MAX), 124 crc32c
  * A volume without a record (made before replicas existed) has one copy. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/crypto.h>
 #include <rdmapool/layout.h>

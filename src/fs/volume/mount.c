@@ -2,7 +2,7 @@
  * mount: renewing the lease, flushing the log every commit interval, and
  * checkpointing when the log has grown. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>

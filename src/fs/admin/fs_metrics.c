@@ -1,7 +1,7 @@
 /* The filesystem layer's metrics: the metadata log, checkpoints, the lease,
  * blocks claimed ahead, space and degraded copies; and, below, the pools'. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/lock_order.h>
 #include <rdmapool/metrics.h>

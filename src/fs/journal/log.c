@@ -8,7 +8,7 @@
  * record that names its successor; a spare successor is kept allocated so
  * that deleting files still works when the pools are full. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/log.h>
 #include <rdmapool/util.h>

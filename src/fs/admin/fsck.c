@@ -7,7 +7,7 @@
  * but only while no volume is mounted read-write, whose unflushed allocations
  * would look the same. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/bitmap.h>
 #include <rdmapool/log.h>

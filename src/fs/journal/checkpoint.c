@@ -3,7 +3,7 @@
  * A crash before the switch leaves the old log in charge (the new segments
  * leak, which fsck finds); after it, the new one. */
 #include "config.h"
-#include "fs_impl.h"
+#include "../fs_impl.h"
 
 #include <rdmapool/log.h>
 
