@@ -982,33 +982,47 @@ static bool unsure_missed(struct rp_poolset *ps, uint32_t auth, uint64_t e,
 	return any;
 }
 
-/* Wait (up to the operation timeout, as copy_transition waits for the
- * transition before its own) for copy id, below e, to arrive at e; *pe its
- * epoch word then. */
-static int copy_arrive(struct rp_poolset *ps, uint32_t id, uint64_t e, uint64_t *pe)
+/* Wait until deadline (the operation timeout, as copy_transition waits for
+ * the transition before its own) for copy id, below e, to arrive at e; *pe
+ * its epoch word then. -ESTALE once the authority has left e (another
+ * process moved on: elect again). */
+static int copy_arrive(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint64_t e,
+		       uint64_t deadline, uint64_t *pe)
 {
-	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms;
+	uint64_t ae;
 	int rc;
-	while ((rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, pe)) == 0 && *pe < e &&
-	       rp_now_ms() < deadline)
+	for (unsigned i = 1; (rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, pe)) == 0 && *pe < e &&
+			     rp_now_ms() < deadline;
+	     i++) {
+		if (i % 16 == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae)) == 0 &&
+		    ae != e)
+			return -ESTALE;
+		if (rc < 0)
+			return rc;
 		rp_sleep_ms(1);
+	}
 	return rc;
 }
 
 /* Copies that answered below e. A member of e among them is one that a
  * move to e has not reached yet: it would arrive without this update
- * (fstest 085). It is waited for and updated at e, else it counts as
- * missing the update; the others are out of sync. With e's record
- * unreadable or unrecorded, any may be a member: each counts as missing
- * it (no wait on every write for a copy that may never come). -ESTALE:
- * one arrived past e (elect again, redo it). */
+ * (fstest 085). It is waited for (all of them within one operation
+ * timeout) and updated at e, else it counts as missing the update; the
+ * others are out of sync. The authority e's record names, lagging while
+ * another is in use (the election's fallback, the lowest present), counts
+ * as missing it at once: it must not arrive and be elected beside this
+ * one, two authorities of one epoch. With e's record unreadable or
+ * unrecorded, any may be a member: each counts as missing it (no wait on
+ * every write for a copy that may never come). -ESTALE: one arrived past
+ * e, or the authority left e (elect again, redo it). */
 static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struct home_update *u,
 		   const struct home_set *below, struct home_set *took, bool *missed, bool *any)
 {
 	struct home_set members;
 	bool recorded = false;
-	int64_t rauth;
+	int64_t rauth = -1;
 	bool known = members_read(ps, auth, e, &members, &recorded, &rauth, NULL) == 0 && recorded;
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms;
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe = 0;
@@ -1017,7 +1031,10 @@ static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struc
 		ps->pools[id].home_out = true;
 		if (known && !set_has(&members, id))
 			continue; /* out of sync already */
-		int prc = known ? copy_arrive(ps, id, e, &pe) : -EAGAIN;
+		int prc = known && rauth != (int64_t)id ? copy_arrive(ps, auth, id, e, deadline, &pe)
+							: -EAGAIN;
+		if (prc == -ESTALE)
+			return prc;
 		if (prc == 0 && (pe & HOME_JOINING)) {
 			copy_join_update(ps, id, u); /* (what it misses, the fill copies) */
 			continue;
@@ -1117,6 +1134,17 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 	return rc;
 }
 
+#ifdef RP_TEST_HOOKS
+static void (*test_stall)(uint64_t off);
+void home_test_stall(void (*fn)(uint64_t off))
+{
+	test_stall = fn;
+}
+#define TEST_STALL(off) (test_stall ? test_stall(off) : (void)0)
+#else
+#define TEST_STALL(off) ((void)0)
+#endif
+
 /* One mirror (epoch read, writes, drop) and one election at a time in this
  * process: two threads dropping copies at once would move the epochs apart. */
 static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1195,6 +1223,8 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 			u.to = cas ? b : *old + a;
 			u.redo = false;
 		}
+		if (changed)
+			TEST_STALL(off); /* (tests: the authority has it, no copy yet) */
 		rc = changed ? home_mirror_locked(ps, auth, &u) : 0;
 		if (rc != -ESTALE)
 			return rc;
@@ -1226,6 +1256,70 @@ int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desi
 int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 {
 	return home_atomic(ps, false, off, add, 0, old);
+}
+
+/* Member id of e (not the authority) holds v at e, or is brought there:
+ * a transition still on its way is waited for (up to the operation
+ * timeout), then the copy is rolled forward to the authority's word, as
+ * copy_transition does for a process that died before it got there. */
+static int member_holds(struct rp_poolset *ps, uint32_t id, uint64_t e, uint64_t off, uint64_t v)
+{
+	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, w, now;
+	int rc;
+	while ((rc = rp_pool_faa(ps, id, off, 0, &w)) == 0 && w != v && rp_now_ms() < deadline)
+		rp_sleep_ms(1);
+	if (rc < 0 || w == v)
+		return rc;
+	if ((rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now)) < 0)
+		return rc;
+	if (now != e || (rc = rp_pool_cas(ps, id, off, w, v, &now)) < 0)
+		return rc < 0 ? rc : -EAGAIN;
+	if (now != w)
+		return -EAGAIN; /* (it moved meanwhile) */
+	rp_info("volume table: peer %u lacked a transition at %#llx: rolled forward to the "
+		"authority's %#llx", id, (unsigned long long)off, (unsigned long long)v);
+	return 0;
+}
+
+static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_t *v)
+{
+	struct home_set members;
+	bool recorded = false;
+	int64_t rauth;
+	uint32_t auth;
+	uint64_t e, e2, v2;
+	int rc = home_pool(ps, &auth);
+	if (rc == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e)) == 0)
+		rc = rp_pool_faa(ps, auth, off, 0, v);
+	if (rc == 0 && (rc = members_read(ps, auth, e, &members, &recorded, &rauth, NULL)) == 0 &&
+	    !recorded)
+		rc = -EAGAIN; /* (no members recorded: which copies count is not known) */
+	for (uint32_t i = 0; rc == 0 && i < members.n; i++) {
+		uint64_t me;
+		uint32_t id = members.id[i];
+		if (id == auth || id >= ps->n || !ps->pools[id].present)
+			continue;
+		/* (one that does not answer: the next update drops it) */
+		rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &me) == 0 && me == e &&
+				     member_holds(ps, id, e, off, *v) == 0
+			     ? 0
+			     : -EAGAIN;
+	}
+	/* the authority still there, at e, with v: nothing moved meanwhile */
+	if (rc == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e2)) == 0 &&
+	    (rc = rp_pool_faa(ps, auth, off, 0, &v2)) == 0 && (e2 != e || v2 != *v))
+		rc = -EAGAIN;
+	if (rc < 0 && rc != -EAGAIN)
+		home_forget(ps);
+	return rc;
+}
+
+int home_read_settled(struct rp_poolset *ps, uint64_t off, uint64_t *v)
+{
+	rp_mutex_lock(&mirror_mu, RP_LK_HOME);
+	int rc = home_read_settled_locked(ps, off, v);
+	rp_mutex_unlock(&mirror_mu);
+	return rc;
 }
 
 /* The copies out of sync that answer are filled from the authority

@@ -37,6 +37,19 @@ int vol_home_read(struct rp_poolset *ps, uint64_t off, void *buf, size_t len);
 int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t len);
 int home_cas(struct rp_poolset *ps, uint64_t off, uint64_t expect, uint64_t desired, uint64_t *old);
 int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old);
+/* A word every member of the authority's epoch holds (a copy a transition
+ * has not reached yet is waited for, then rolled forward): one an atomic
+ * put on the authority alone, whose mirror is still under way or whose
+ * process died before it, could be lost with that authority (rdmapool(7)
+ * SEVERAL WRITERS). -EAGAIN while it is not so (a member does not answer,
+ * a move is under way): ask again later. For words set once (the shared
+ * log's directory). */
+int home_read_settled(struct rp_poolset *ps, uint64_t off, uint64_t *v);
+#ifdef RP_TEST_HOOKS
+/* Tests only: fn(off) runs after an atomic that changed off landed on the
+ * authority, before it goes to the other copies. */
+void home_test_stall(void (*fn)(uint64_t off));
+#endif
 void home_describe(struct rp_poolset *ps, FILE *out);
 /* Is a connected pool's home copy out of sync (as the last scan saw)? */
 bool home_any_out(struct rp_poolset *ps);
