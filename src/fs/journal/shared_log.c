@@ -168,28 +168,55 @@ static int seg_create(struct slog *l, uint32_t d)
 	w = DIR_WORD(ext.pool, ext.block);
 	if ((rc = home_cas(l->ps, l->a.dir_off + 8ull * d, 0, w, &old)) < 0)
 		return rc; /* (in doubt: the word is read again next time) */
-	/* (our own value back: the atomic was redone on a new authority that
-	 * the first try's transition had reached) */
+	/* ours, acknowledged (every copy in sync holds it), or our own value
+	 * back (the atomic was redone on a new authority that the first
+	 * try's transition had reached); another member's is read again,
+	 * settled, by the caller (what the authority shows of it may not
+	 * have reached the other copies yet) */
 	if (old && old != w)
-		rp_pool_free(l->ps, &ext); /* another member's won */
-	l->dir[d] = old ? old : w;
+		rp_pool_free(l->ps, &ext);
+	else
+		l->dir[d] = w;
 	return 0;
 }
 
+/* Directory word d into l->dir[d], as every copy of the volume table holds
+ * it (home_read_settled): a word on the authority alone could be lost with
+ * it, and a reader that used it would decide positions in a segment that
+ * another member then replaces. create: publish a segment when there is
+ * none; wait (up to the operation timeout) for one under way to settle.
+ * -EAGAIN: none (yet). */
+static int dir_word(struct slog *l, uint64_t d, bool create)
+{
+	uint64_t deadline = rp_now_ms() + l->ps->op_timeout_ms;
+	for (;;) {
+		uint64_t w = 0;
+		int rc = home_read_settled(l->ps, l->a.dir_off + 8 * d, &w);
+		if (rc == 0 && w) {
+			l->dir[d] = w;
+			return 0;
+		}
+		if (rc == 0 && !create)
+			return -EAGAIN;
+		if (rc == 0 && (rc = seg_create(l, (uint32_t)d)) == 0 && l->dir[d])
+			return 0;
+		if ((rc < 0 && rc != -EAGAIN) || !create || rp_now_ms() >= deadline)
+			return rc < 0 ? rc : -EAGAIN;
+		rp_sleep_ms(1);
+	}
+}
+
 /* Where pos's slot is: -ENOSPC past the directory, -EAGAIN when its
- * segment is not published yet (create: publish one). */
+ * segment is not published yet, or its publication not settled (create:
+ * publish one). */
 static int slot_locate(struct slog *l, uint64_t pos, bool create, uint32_t *pool, uint64_t *off)
 {
 	uint64_t d = pos / l->per_seg;
 	int rc = 0;
 	if (d >= l->a.dir_n)
 		return -ENOSPC;
-	if (!l->dir[d] && (rc = vol_home_read(l->ps, l->a.dir_off + 8 * d, &l->dir[d], 8)) < 0)
+	if (!l->dir[d] && (rc = dir_word(l, d, create)) < 0)
 		return rc;
-	if (!l->dir[d] && create && (rc = seg_create(l, (uint32_t)d)) < 0)
-		return rc;
-	if (!l->dir[d])
-		return -EAGAIN;
 	uint64_t w = l->dir[d];
 	if (DIR_POOL(w) >= l->ps->n || DIR_BLOCK(w) + SEG_BLOCKS > l->ps->pools[DIR_POOL(w)].sb.nblocks)
 		return -EIO; /* (a directory word no member wrote) */
@@ -207,9 +234,11 @@ static int header_claim(struct slog *l, uint32_t pool, uint64_t off, uint64_t wa
 	for (int tries = 0; tries < 2; tries++) {
 		if ((rc = rp_pool_cas(l->ps, pool, off, 0, want, &old)) == 0 && old == 0)
 			return 0;
-		/* (no answer: what the header holds now tells) */
+		/* (no answer: what the header holds now tells; an error of
+		 * that read leaves the outcome unknown, whatever it says: a
+		 * reconnect's -EAGAIN is not "junked first") */
 		if (rc < 0 && (rc = rp_pool_faa(l->ps, pool, off, 0, &old)) < 0)
-			return rc;
+			return rc == -EAGAIN ? -ETIMEDOUT : rc;
 		if (old == want)
 			return 0; /* (a try that timed out had landed) */
 		if (old != 0)

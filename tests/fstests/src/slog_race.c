@@ -267,22 +267,94 @@ static int check(struct rp_poolset *ps)
 	return bad;
 }
 
+/* fstest 086: an appender (member 10: its segment on pool 1 of 3) whose
+ * publication of the first segment lands on the volume table's authority
+ * and then stalls (test hook) before it goes to the other copies; it says
+ * so, then waits to be killed. */
+static long stall_ms;
+static void publish_stall(uint64_t off)
+{
+	if (off != DIR_OFF)
+		return;
+	printf("published on the authority\n");
+	nap_ms(stall_ms);
+}
+
+static int stallpub(struct rp_poolset *ps, long ms)
+{
+	struct slog *l;
+	uint8_t *b = malloc(SLOG_MAX_RECORD);
+	uint64_t pos;
+	size_t len = body_len(10, 1, 0);
+	stall_ms = ms;
+#ifdef RP_TEST_HOOKS
+	home_test_stall(publish_stall);
+#endif
+	int rc = b ? slog_open(ps, &anchor, 10, HOLE_MS, &l) : -ENOMEM;
+	if (rc == 0) {
+		body_make(b, 10, 1, 0, len);
+		rc = slog_append(l, b, len, &pos);
+		printf("append: %d\n", rc);
+		slog_close(l);
+	}
+	free(b);
+	return rc < 0;
+}
+
+/* A member that only reads, for SECONDS: what it applies, then its cursor
+ * (every position below it decided). */
+static int read_only(struct rp_poolset *ps, uint32_t m, long secs)
+{
+	struct slog *l;
+	struct slog_entry *e = malloc(sizeof(*e));
+	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000;
+	int rc = e ? slog_open(ps, &anchor, m, HOLE_MS, &l) : -ENOMEM;
+	if (rc < 0) {
+		free(e);
+		return 1;
+	}
+	while (rp_now_ms() < end)
+		if ((rc = read_one(l, e, stdout, "apply")) != 1)
+			nap_ms(20);
+	printf("cursor %llu\n", (unsigned long long)slog_cursor(l));
+	slog_close(l);
+	free(e);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
+	if (argc == 3 && strcmp(argv[2], "hooks") == 0) {
+#ifdef RP_TEST_HOOKS
+		return 0; /* (built with the test hooks the stalls need) */
+#else
+		return 1;
+#endif
+	}
 	bool racer = argc >= 6 && strcmp(argv[2], "run") == 0;
-	if (!racer && !(argc == 3 && strcmp(argv[2], "check") == 0)) {
-		fprintf(stderr, "usage: slog_race CLUSTER run RACER GEN SECONDS | check\n");
+	bool stall = argc == 4 && strcmp(argv[2], "stallpub") == 0;
+	bool reader = argc == 4 && strcmp(argv[2], "read") == 0;
+	if (!racer && !stall && !reader && !(argc == 3 && strcmp(argv[2], "check") == 0)) {
+		fprintf(stderr, "usage: slog_race CLUSTER run RACER GEN SECONDS | check | "
+				"stallpub MS | read SECONDS | hooks\n");
 		return 2;
 	}
 	/* (line by line: a racer killed with -9 leaves whole lines) */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct rp_poolset *ps = helper_open_flags(argv[1], racer ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
+	struct rp_poolset *ps =
+		helper_open_flags(argv[1], racer || reader ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
 	int rc = home_init(ps);
 	if (rc < 0)
 		fprintf(stderr, "slog_race: home_init: %s\n", strerror(-rc));
-	rc = racer ? run(ps, (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]), atol(argv[5]))
-		   : check(ps);
+	if (racer)
+		rc = run(ps, (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]), atol(argv[5]));
+	else if (stall)
+		rc = stallpub(ps, atol(argv[3]));
+	else if (reader)
+		rc = read_only(ps, 7, atol(argv[3]));
+	else
+		rc = check(ps);
 	rp_poolset_close(ps);
 	rp_cluster_free(cl);
 	return rc;
