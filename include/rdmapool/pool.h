@@ -95,6 +95,9 @@ struct rp_poolset {
 	 * (home.c): -1 unknown */
 	_Atomic int64_t home_pool;
 	_Atomic uint64_t home_checked_ms;
+	/* the authority the elected epoch's record names, when the election
+	 * fell back to another because it was not in sync then (-1: none) */
+	_Atomic int64_t home_rauth_out;
 	/* the home epoch this process elected at or moved the copies to (0:
 	 * none yet), and whether it may elect without members that do not
 	 * answer (rdmapool rebuild --force) */

@@ -143,6 +143,7 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 	ps->connect_timeout_ms = cl->connect_timeout_ms;
 	ps->block_size = cl->block_size;
 	ps->home_pool = -1;
+	ps->home_rauth_out = -1;
 	ps->op_timeout_ms = cl->op_timeout_ms;
 	for (size_t i = 0; i < cl->npeers; i++) {
 		struct rp_pool *p = &ps->pools[cl->peers[i].id];

@@ -168,14 +168,14 @@ static int seg_create(struct slog *l, uint32_t d)
 	w = DIR_WORD(ext.pool, ext.block);
 	if ((rc = home_cas(l->ps, l->a.dir_off + 8ull * d, 0, w, &old)) < 0)
 		return rc; /* (in doubt: the word is read again next time) */
-	/* ours, acknowledged (every copy in sync holds it), or our own value
-	 * back (the atomic was redone on a new authority that the first
-	 * try's transition had reached); another member's is read again,
-	 * settled, by the caller (what the authority shows of it may not
-	 * have reached the other copies yet) */
+	/* ours, acknowledged (every copy in sync holds it); our own value
+	 * back (the atomic redone on a new authority that the first try's
+	 * transition had reached: nothing was mirrored) and another
+	 * member's are read again, settled, by the caller: what the
+	 * authority shows of them may not have reached the other copies */
 	if (old && old != w)
 		rp_pool_free(l->ps, &ext);
-	else
+	else if (!old)
 		l->dir[d] = w;
 	return 0;
 }
@@ -185,7 +185,7 @@ static int seg_create(struct slog *l, uint32_t d)
  * it, and a reader that used it would decide positions in a segment that
  * another member then replaces. create: publish a segment when there is
  * none; wait (up to the operation timeout) for one under way to settle.
- * -EAGAIN: none (yet). */
+ * -EAGAIN: none yet (not create); -EINPROGRESS: not settled yet. */
 static int dir_word(struct slog *l, uint64_t d, bool create)
 {
 	uint64_t deadline = rp_now_ms() + l->ps->op_timeout_ms;
@@ -200,15 +200,17 @@ static int dir_word(struct slog *l, uint64_t d, bool create)
 			return -EAGAIN;
 		if (rc == 0 && (rc = seg_create(l, (uint32_t)d)) == 0 && l->dir[d])
 			return 0;
-		if ((rc < 0 && rc != -EAGAIN) || !create || rp_now_ms() >= deadline)
-			return rc < 0 ? rc : -EAGAIN;
+		if (rc < 0 && rc != -EAGAIN)
+			return rc;
+		if (!create || rp_now_ms() >= deadline)
+			return -EINPROGRESS;
 		rp_sleep_ms(1);
 	}
 }
 
 /* Where pos's slot is: -ENOSPC past the directory, -EAGAIN when its
- * segment is not published yet, or its publication not settled (create:
- * publish one). */
+ * segment is not published yet (create: publish one), -EINPROGRESS when
+ * its publication has not settled yet. */
 static int slot_locate(struct slog *l, uint64_t pos, bool create, uint32_t *pool, uint64_t *off)
 {
 	uint64_t d = pos / l->per_seg;
@@ -254,8 +256,9 @@ static void junk_rest(struct slog *l, uint64_t from, uint64_t to)
 	for (uint64_t q = from; q < to; q++) {
 		uint32_t pool;
 		uint64_t off, old;
-		if (slot_locate(l, q, true, &pool, &off) == 0)
-			rp_pool_cas(l->ps, pool, off, 0, HDR_JUNK, &old);
+		if (slot_locate(l, q, true, &pool, &off) < 0)
+			return; /* (no segment to junk in: the readers wait for it) */
+		rp_pool_cas(l->ps, pool, off, 0, HDR_JUNK, &old);
 	}
 }
 
@@ -374,7 +377,7 @@ static int decide(struct slog *l, uint64_t q, struct hdr *h)
 	if (rc == -EAGAIN && hole_due(l, q))
 		rc = slot_locate(l, q, true, &pool, &off); /* (to junk it) */
 	if (rc < 0)
-		return rc == -EAGAIN ? 0 : rc;
+		return rc == -EAGAIN || rc == -EINPROGRESS ? 0 : rc;
 	bool fresh = false;
 	for (int tries = 0; tries < 3; tries++) {
 		if ((rc = slot_read(l, q, pool, off)) < 0)

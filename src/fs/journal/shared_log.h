@@ -52,7 +52,9 @@ void slog_close(struct slog *l);
  * position (a few times); a failure leaves nothing of it in the log but
  * junk (or, when a claim's answer never came, possibly the record: the
  * caller cannot know, as with any write that timed out). -ENOSPC: the
- * directory is full (compaction is not built yet). */
+ * directory is full (compaction is not built yet); -EINPROGRESS: the
+ * segment its positions fall in is being published and has not reached
+ * every copy of the volume table yet (nothing claimed: try again). */
 int slog_append(struct slog *l, const void *body, size_t len, uint64_t *pos);
 
 /* slog_append's two steps, for callers that do work between them: the

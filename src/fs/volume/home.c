@@ -800,6 +800,8 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 	}
 	if (rc == 0) {
 		*auth = v->auth;
+		atomic_store(&ps->home_rauth_out,
+			     v->rauth >= 0 && (uint32_t)v->rauth != v->auth ? v->rauth : -1);
 		known_raise(ps, v->top);
 	}
 	view_free(v);
@@ -994,11 +996,10 @@ static int copy_arrive(struct rp_poolset *ps, uint32_t auth, uint32_t id, uint64
 	for (unsigned i = 1; (rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, pe)) == 0 && *pe < e &&
 			     rp_now_ms() < deadline;
 	     i++) {
-		if (i % 16 == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae)) == 0 &&
-		    ae != e)
+		/* (the authority gone or past e: elect again, not the
+		 * member's fault) */
+		if (i % 16 == 0 && (rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae) < 0 || ae != e))
 			return -ESTALE;
-		if (rc < 0)
-			return rc;
 		rp_sleep_ms(1);
 	}
 	return rc;
@@ -1096,6 +1097,16 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
 			break;
+		if (prc == 0 && pe == e && (int64_t)id == atomic_load(&ps->home_rauth_out)) {
+			/* the authority e's record names, which the election
+			 * passed over, has arrived: others elect it now, so
+			 * elect again (two authorities of one epoch else) */
+			rp_info("volume table: peer %u, the authority home epoch %llu records, is "
+				"in sync now: electing again", id, (unsigned long long)e);
+			atomic_store(&ps->home_rauth_out, -1);
+			rc = -ESTALE;
+			break;
+		}
 		if (prc < 0 && ps->pools[id].home_out) {
 			set_add(&unsure, id);
 			continue;
@@ -1260,8 +1271,9 @@ int home_faa(struct rp_poolset *ps, uint64_t off, uint64_t add, uint64_t *old)
 
 /* Member id of e (not the authority) holds v at e, or is brought there:
  * a transition still on its way is waited for (up to the operation
- * timeout), then the copy is rolled forward to the authority's word, as
- * copy_transition does for a process that died before it got there. */
+ * timeout), then a copy still at 0 is rolled forward to the authority's
+ * word, as copy_transition does for a process that died before it got
+ * there (only from 0: the word is set once). */
 static int member_holds(struct rp_poolset *ps, uint32_t id, uint64_t e, uint64_t off, uint64_t v)
 {
 	uint64_t deadline = rp_now_ms() + ps->op_timeout_ms, w, now;
@@ -1270,6 +1282,8 @@ static int member_holds(struct rp_poolset *ps, uint32_t id, uint64_t e, uint64_t
 		rp_sleep_ms(1);
 	if (rc < 0 || w == v)
 		return rc;
+	if (w != 0)
+		return -EAGAIN; /* (a word set once: never rolled from one value to another) */
 	if ((rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &now)) < 0)
 		return rc;
 	if (now != e || (rc = rp_pool_cas(ps, id, off, w, v, &now)) < 0)
@@ -1299,11 +1313,19 @@ static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_
 		uint32_t id = members.id[i];
 		if (id == auth || id >= ps->n || !ps->pools[id].present)
 			continue;
-		/* (one that does not answer: the next update drops it) */
-		rc = rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &me) == 0 && me == e &&
-				     member_holds(ps, id, e, off, *v) == 0
-			     ? 0
-			     : -EAGAIN;
+		/* (one that does not answer: the next update drops it; the
+		 * authority the record names, at e while another is ours:
+		 * elect again) */
+		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &me) < 0 || me != e)
+			rc = -EAGAIN;
+		else if ((int64_t)id == rauth)
+			rc = -ESTALE;
+		else if ((rc = member_holds(ps, id, e, off, *v)) < 0 && rc != -ENOLCK)
+			rc = -EAGAIN;
+	}
+	if (rc == -ESTALE) {
+		home_forget(ps);
+		rc = -EAGAIN;
 	}
 	/* the authority still there, at e, with v: nothing moved meanwhile */
 	if (rc == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e2)) == 0 &&

@@ -7,7 +7,10 @@
  * test's checker sees that. A racer given 'resync' also copies the area
  * onto copies out of sync now and then, as rebuild does, while the others
  * write.
- *   home_race CLUSTER run SECONDS [resync]  -> "ack OLD MS" and "err RC MS" lines
+ *   home_race CLUSTER run SECONDS [resync | pause MS]
+ *                                           -> "ack OLD MS" and "err RC MS" lines
+ *                                              (pause: between a read, which
+ *                                              elects, and its first update)
  *   home_race CLUSTER check                 -> "value V": an addition's old value
  *                                              (exit 1 when none is acknowledged
  *                                              or then the copies differ)
@@ -88,8 +91,17 @@ static int claim(struct rp_poolset *ps, char **peers, int n)
 	return 0;
 }
 
-static int run(struct rp_poolset *ps, long secs, bool resync)
+static int run(struct rp_poolset *ps, long secs, bool resync, long pause_ms)
 {
+	if (pause_ms > 0) {
+		/* a read first (it elects, and the authority is kept for a
+		 * while), then the pause, then the updates */
+		uint64_t w;
+		printf("%s\n", vol_home_read(ps, COUNTER_OFF, &w, 8) == 0 ? "elected" : "read failed");
+		fflush(stdout);
+		struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, next_resync = 0;
 	long acks = 0, errs = 0;
 	while (rp_now_ms() < end) {
@@ -187,7 +199,7 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
-		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync] | check | strand PEER "
+		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | pause MS] | check | strand PEER "
 				"MEMBER... | claim PEER... | tops\n");
 		return 2;
 	}
@@ -203,7 +215,8 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
 	if (strcmp(argv[2], "run") == 0)
-		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0);
+		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0,
+			 argc > 5 && strcmp(argv[4], "pause") == 0 ? atol(argv[5]) : 0);
 	else if (strcmp(argv[2], "strand") == 0 && argc > 4)
 		rc = strand(ps, (uint32_t)atoi(argv[3]), argv + 4, argc - 4);
 	else if (strcmp(argv[2], "claim") == 0)
