@@ -72,6 +72,17 @@ struct home_set {
 	uint16_t id[RP_MAX_PEERS];
 };
 
+#ifdef RP_TEST_HOOKS
+static void (*test_move)(uint32_t id, uint32_t auth, uint64_t to);
+void home_test_move(void (*fn)(uint32_t id, uint32_t auth, uint64_t to))
+{
+	test_move = fn;
+}
+#define TEST_MOVE(id, a, to) (test_move ? test_move((id), (a), (to)) : (void)0)
+#else
+#define TEST_MOVE(id, a, to) ((void)0)
+#endif
+
 struct home_view {
 	uint64_t *epochs; /* per listed peer (ids[k]); UINT64_MAX: no answer */
 	uint64_t top;
@@ -531,7 +542,6 @@ static int home_move(struct rp_poolset *ps, uint64_t e, uint64_t first, const st
 		     struct home_set *recorded, uint64_t *to)
 {
 	struct home_claims c;
-	uint32_t a = set_pick(keep, auth);
 	bool any = mode != MOVE_MAJORITY;
 	moved->n = 0;
 	for (uint64_t next = first > e ? first : e + 1; next < e + MEMBERS_SLOTS; next++) {
@@ -543,16 +553,35 @@ static int home_move(struct rp_poolset *ps, uint64_t e, uint64_t first, const st
 				return -EAGAIN;
 			continue; /* (claimed by another mover, live or dead) */
 		}
-		bool unsure = false;
-		for (uint32_t i = 0; i < c.claimed.n; i++) {
-			uint32_t id = c.claimed.id[i];
+		/* the authority the record names: auth if claimed, else the
+		 * lowest claimed copy that is not joining (one that joins is
+		 * never the authority at once); moved first, and the others
+		 * only once it has: it must never lag behind the other members
+		 * at the new epoch (an election meanwhile would take another,
+		 * and once it arrived another process would elect it: two
+		 * authorities of one epoch) */
+		struct home_set cand = { 0 };
+		for (uint32_t i = 0; i < c.claimed.n; i++)
+			if (!set_has(&c.joining, c.claimed.id[i]))
+				set_add(&cand, c.claimed.id[i]);
+		uint32_t a = cand.n ? set_pick(&cand, auth) : set_pick(keep, auth);
+		bool unsure = false, first_moved = !set_has(&cand, a);
+		for (uint32_t i = 0; i <= c.claimed.n; i++) {
+			uint32_t id = i == 0 ? a : c.claimed.id[i - 1];
+			if ((i == 0 && first_moved) || (i > 0 && id == a))
+				continue;
+			if (i > 0 && !first_moved)
+				break;
 			bool joining = set_has(&c.joining, id);
+			TEST_MOVE(id, a, next); /* (tests: the order of the moves) */
 			int done = move_one(ps, id, tag, keep, a, e, joining);
 			unsure |= done < 0;
 			if (done > 0 && recorded)
 				set_add(recorded, id);
 			if (done > 0 && !joining)
 				set_add(moved, id);
+			if (i == 0)
+				first_moved = done > 0;
 		}
 		/* nothing moved (nor may move later): no epoch is left behind,
 		 * and the claims go back as for a round that reached too few */
@@ -1097,16 +1126,6 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
 			break;
-		if (prc == 0 && pe == e && (int64_t)id == atomic_load(&ps->home_rauth_out)) {
-			/* the authority e's record names, which the election
-			 * passed over, has arrived: others elect it now, so
-			 * elect again (two authorities of one epoch else) */
-			rp_info("volume table: peer %u, the authority home epoch %llu records, is "
-				"in sync now: electing again", id, (unsigned long long)e);
-			atomic_store(&ps->home_rauth_out, -1);
-			rc = -ESTALE;
-			break;
-		}
 		if (prc < 0 && ps->pools[id].home_out) {
 			set_add(&unsure, id);
 			continue;
@@ -1156,6 +1175,25 @@ void home_test_stall(void (*fn)(uint64_t off))
 #define TEST_STALL(off) ((void)0)
 #endif
 
+/* Before an update on auth: has the authority the elected epoch's record
+ * names, which the election passed over (not at the epoch then: a move
+ * from an older version, which did not move it first), arrived since?
+ * Others elect it now: elect again before touching either (two
+ * authorities of one epoch else). */
+static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth)
+{
+	int64_t r = atomic_load(&ps->home_rauth_out);
+	uint64_t re, ae;
+	if (r < 0 || (uint32_t)r == auth || rp_pool_faa(ps, (uint32_t)r, HOME_EPOCH_OFF, 0, &re) < 0 ||
+	    rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae) < 0 || re != ae)
+		return false;
+	rp_info("volume table: peer %u, the authority home epoch %llu records, is in sync now: "
+		"electing again", (unsigned)r, (unsigned long long)ae);
+	atomic_store(&ps->home_rauth_out, -1);
+	home_forget(ps);
+	return true;
+}
+
 /* One mirror (epoch read, writes, drop) and one election at a time in this
  * process: two threads dropping copies at once would move the epochs apart. */
 static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1186,7 +1224,9 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 		rc = home_pool(ps, &auth);
 		struct home_update u = { .off = off, .buf = buf, .len = len };
-		if (rc == 0)
+		if (rc == 0 && rauth_arrived(ps, auth))
+			rc = -ESTALE;
+		else if (rc == 0)
 			rc = home_mirror_locked(ps, auth, &u);
 		rp_mutex_unlock(&mirror_mu);
 	}
@@ -1212,6 +1252,10 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
 			return rc == -ESTALE ? -EIO : rc;
+		if (done_on != (int64_t)auth && rauth_arrived(ps, auth)) {
+			last = -EIO;
+			continue; /* (nothing done yet: elect again) */
+		}
 		/* the same authority, not filled again meanwhile: the same
 		 * transition mirrored again; else the atomic anew */
 		if (done_on == (int64_t)auth &&
@@ -1308,6 +1352,10 @@ static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_
 	if (rc == 0 && (rc = members_read(ps, auth, e, &members, &recorded, &rauth, NULL)) == 0 &&
 	    !recorded)
 		rc = -EAGAIN; /* (no members recorded: which copies count is not known) */
+	if (rc == 0 && rauth >= 0 && (uint32_t)rauth != auth) {
+		home_forget(ps); /* (the election passed the record's over: elect again) */
+		rc = -EAGAIN;
+	}
 	for (uint32_t i = 0; rc == 0 && i < members.n; i++) {
 		uint64_t me;
 		uint32_t id = members.id[i];
@@ -1318,14 +1366,8 @@ static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_
 		 * elect again) */
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &me) < 0 || me != e)
 			rc = -EAGAIN;
-		else if ((int64_t)id == rauth)
-			rc = -ESTALE;
 		else if ((rc = member_holds(ps, id, e, off, *v)) < 0 && rc != -ENOLCK)
 			rc = -EAGAIN;
-	}
-	if (rc == -ESTALE) {
-		home_forget(ps);
-		rc = -EAGAIN;
 	}
 	/* the authority still there, at e, with v: nothing moved meanwhile */
 	if (rc == 0 && (rc = rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &e2)) == 0 &&

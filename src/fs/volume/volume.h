@@ -49,6 +49,9 @@ int home_read_settled(struct rp_poolset *ps, uint64_t off, uint64_t *v);
 /* Tests only: fn(off) runs after an atomic that changed off landed on the
  * authority, before it goes to the other copies. */
 void home_test_stall(void (*fn)(uint64_t off));
+/* Tests only: fn(id, authority, epoch) runs before each copy a move takes
+ * to a new epoch. */
+void home_test_move(void (*fn)(uint32_t id, uint32_t auth, uint64_t to));
 #endif
 void home_describe(struct rp_poolset *ps, FILE *out);
 /* Is a connected pool's home copy out of sync (as the last scan saw)? */

@@ -11,13 +11,16 @@
  *                                           -> "ack OLD MS" and "err RC MS" lines
  *                                              (pause: between a read, which
  *                                              elects, and its first update)
- *   home_race CLUSTER check                 -> "value V": an addition's old value
+ *   home_race CLUSTER check [moves]         -> "value V": an addition's old value
  *                                              (exit 1 when none is acknowledged
  *                                              or then the copies differ)
  * and, for fstest 078, what a mover killed in the middle of a move leaves
  * (rdmapool(7) (1), (2)), written with the layout's offsets:
- *   home_race CLUSTER strand PEER MEMBER...  PEER alone moved to the next
- *                                              epoch, recording MEMBERs
+ *   home_race CLUSTER strand PEER MEMBER... [@AUTH]
+ *                                           PEER alone moved to the next
+ *                                              epoch, recording MEMBERs (and
+ *                                              AUTH the authority: else the
+ *                                              first)
  *   home_race CLUSTER claim PEER...          the next epoch claimed on the
  *                                              PEERs, nothing moved
  * and, for fstest 085, whether every copy at the top epoch holds the same
@@ -47,13 +50,17 @@
 
 /* Record epoch e on copy id: the tag as a table from before claims wrote
  * it (found in both layouts), the members, the authority (the first member,
- * so that every copy a move reaches holds the same record). */
+ * or the one given as a last argument @ID, so that every copy a move
+ * reaches holds the same record). */
 static int record(struct rp_poolset *ps, uint32_t id, uint64_t e, char **members, int n)
 {
 	uint8_t buf[16 + 2 * RP_MAX_PEERS] = { 0 };
+	uint32_t auth = n ? (uint32_t)atoi(members[0]) : id;
+	if (n && members[n - 1][0] == '@')
+		auth = (uint32_t)atoi(members[--n] + 1);
 	memcpy(buf, &e, 8);
 	rp_put_le32(buf + 8, (uint32_t)n);
-	rp_put_le32(buf + 12, n ? (uint32_t)atoi(members[0]) + 1 : id + 1);
+	rp_put_le32(buf + 12, auth + 1);
 	for (int i = 0; i < n; i++)
 		rp_put_le16(buf + 16 + 2 * i, (uint16_t)atoi(members[i]));
 	int rc = rp_pool_write(ps, id, SLOT_OFF(e, 7), buf, 16 + 2 * (size_t)n);
@@ -195,6 +202,12 @@ static int tops(struct rp_poolset *ps, const struct rp_cluster *cl)
 	return bad;
 }
 
+/* check with "moves": each copy a move (the resync's) takes, in order */
+static void print_move(uint32_t id, uint32_t auth, uint64_t to)
+{
+	printf("move peer %u to %llu (authority %u)\n", id, (unsigned long long)to, auth);
+}
+
 int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
@@ -206,7 +219,15 @@ int main(int argc, char **argv)
 	/* a racer starts as a mount does, with a pool down if one is (seed
 	 * 476631 stopped one at t=0: every racer quit at its connect) */
 	bool racer = strcmp(argv[2], "run") == 0;
-	struct rp_poolset *ps = helper_open_flags(argv[1], racer ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
+	/* check moves: every move traced, the election's at the start too
+	 * (a pool stopped on purpose then) */
+	bool moves = argc > 3 && strcmp(argv[2], "check") == 0 && strcmp(argv[3], "moves") == 0;
+#ifdef RP_TEST_HOOKS
+	if (moves)
+		home_test_move(print_move);
+#endif
+	struct rp_poolset *ps =
+		helper_open_flags(argv[1], racer || moves ? RP_POOLSET_ALLOW_DOWN : 0, &cl);
 	/* strand, claim and tops write and read the layout as they find it:
 	 * no election first (one would move strays a step left on purpose) */
 	bool raw = strcmp(argv[2], "strand") == 0 || strcmp(argv[2], "claim") == 0 ||
