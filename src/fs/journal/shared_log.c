@@ -189,6 +189,7 @@ static int seg_create(struct slog *l, uint32_t d)
 static int dir_word(struct slog *l, uint64_t d, bool create)
 {
 	uint64_t deadline = rp_now_ms() + l->ps->op_timeout_ms;
+	bool waits = create; /* (a reader asks again later instead) */
 	for (;;) {
 		uint64_t w = 0;
 		int rc = home_read_settled(l->ps, l->a.dir_off + 8 * d, &w);
@@ -198,11 +199,19 @@ static int dir_word(struct slog *l, uint64_t d, bool create)
 		}
 		if (rc == 0 && !create)
 			return -EAGAIN;
-		if (rc == 0 && (rc = seg_create(l, (uint32_t)d)) == 0 && l->dir[d])
-			return 0;
-		if (rc < 0 && rc != -EAGAIN)
+		if (rc == 0) {
+			/* (one try: a segment in doubt stays allocated, so
+			 * no loop of them) */
+			if ((rc = seg_create(l, (uint32_t)d)) < 0)
+				return rc == -EAGAIN ? -EINPROGRESS : rc;
+			if (l->dir[d])
+				return 0;
+			create = false; /* another member's: read it settled */
+			continue;
+		}
+		if (rc != -EAGAIN)
 			return rc;
-		if (!create || rp_now_ms() >= deadline)
+		if (!waits || rp_now_ms() >= deadline)
 			return -EINPROGRESS;
 		rp_sleep_ms(1);
 	}

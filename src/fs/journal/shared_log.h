@@ -61,7 +61,8 @@ int slog_append(struct slog *l, const void *body, size_t len, uint64_t *pos);
  * positions for a record of len bytes (*pos the first; an error may have
  * reserved them all the same), then its slots written and claimed there:
  * -EAGAIN when a reader junked a part first (it waited the hole bound:
- * the record is dead there; reserve again). */
+ * the record is dead there; reserve again); -EINPROGRESS as for
+ * slog_append. */
 int slog_reserve(struct slog *l, size_t len, uint64_t *pos);
 int slog_put(struct slog *l, uint64_t pos, const void *body, size_t len);
 
