@@ -198,7 +198,7 @@ static int dir_word(struct slog *l, uint64_t d, bool create)
 			return 0;
 		}
 		if (rc == 0 && !create)
-			return -EAGAIN;
+			return waits ? -EINPROGRESS : -EAGAIN; /* (an appender's: another's, lost) */
 		if (rc == 0) {
 			/* (one try: a segment in doubt stays allocated, so
 			 * no loop of them) */

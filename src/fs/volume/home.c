@@ -1177,9 +1177,10 @@ void home_test_stall(void (*fn)(uint64_t off))
 
 /* Before an update on auth: has the authority the elected epoch's record
  * names, which the election passed over (not at the epoch then: a move
- * from an older version, which did not move it first), arrived since?
- * Others elect it now: elect again before touching either (two
- * authorities of one epoch else). */
+ * from an older version, which did not move it first, or a scan that read
+ * it just before this version's move took it, first, and the others
+ * after), arrived since? Others elect it now: elect again before touching
+ * either (two authorities of one epoch else). */
 static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth)
 {
 	int64_t r = atomic_load(&ps->home_rauth_out);
@@ -1353,7 +1354,11 @@ static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_
 	    !recorded)
 		rc = -EAGAIN; /* (no members recorded: which copies count is not known) */
 	if (rc == 0 && rauth >= 0 && (uint32_t)rauth != auth) {
-		home_forget(ps); /* (the election passed the record's over: elect again) */
+		/* (the election passed the record's over: once it is at e,
+		 * elect again) */
+		uint64_t re;
+		if (rp_pool_faa(ps, (uint32_t)rauth, HOME_EPOCH_OFF, 0, &re) == 0 && re == e)
+			home_forget(ps);
 		rc = -EAGAIN;
 	}
 	for (uint32_t i = 0; rc == 0 && i < members.n; i++) {
@@ -1361,9 +1366,7 @@ static int home_read_settled_locked(struct rp_poolset *ps, uint64_t off, uint64_
 		uint32_t id = members.id[i];
 		if (id == auth || id >= ps->n || !ps->pools[id].present)
 			continue;
-		/* (one that does not answer: the next update drops it; the
-		 * authority the record names, at e while another is ours:
-		 * elect again) */
+		/* (one that does not answer: the next update drops it) */
 		if (rp_pool_faa(ps, id, HOME_EPOCH_OFF, 0, &me) < 0 || me != e)
 			rc = -EAGAIN;
 		else if ((rc = member_holds(ps, id, e, off, *v)) < 0 && rc != -ENOLCK)

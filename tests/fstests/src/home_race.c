@@ -7,10 +7,11 @@
  * test's checker sees that. A racer given 'resync' also copies the area
  * onto copies out of sync now and then, as rebuild does, while the others
  * write.
- *   home_race CLUSTER run SECONDS [resync | pause MS]
+ *   home_race CLUSTER run SECONDS [resync | until FILE]
  *                                           -> "ack OLD MS" and "err RC MS" lines
- *                                              (pause: between a read, which
- *                                              elects, and its first update)
+ *                                              (until: between a read, which
+ *                                              elects, and its first update,
+ *                                              a wait for FILE to exist)
  *   home_race CLUSTER check [moves]         -> "value V": an addition's old value
  *                                              (exit 1 when none is acknowledged
  *                                              or then the copies differ)
@@ -38,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* a word of the home area no format uses (past the members records) */
 #define COUNTER_OFF (RP_HOME_OFFSET + 55 * 1024 + 512)
@@ -98,16 +100,18 @@ static int claim(struct rp_poolset *ps, char **peers, int n)
 	return 0;
 }
 
-static int run(struct rp_poolset *ps, long secs, bool resync, long pause_ms)
+static int run(struct rp_poolset *ps, long secs, bool resync, const char *until)
 {
-	if (pause_ms > 0) {
+	if (until) {
 		/* a read first (it elects, and the authority is kept for a
-		 * while), then the pause, then the updates */
+		 * second), then a wait for the test's go (file until made, up
+		 * to 5 s), then the updates */
 		uint64_t w;
 		printf("%s\n", vol_home_read(ps, COUNTER_OFF, &w, 8) == 0 ? "elected" : "read failed");
 		fflush(stdout);
-		struct timespec ts = { pause_ms / 1000, pause_ms % 1000 * 1000000L };
-		nanosleep(&ts, NULL);
+		struct timespec ts = { 0, 2 * 1000000L };
+		for (int i = 0; i < 2500 && access(until, F_OK) != 0; i++)
+			nanosleep(&ts, NULL);
 	}
 	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, next_resync = 0;
 	long acks = 0, errs = 0;
@@ -212,7 +216,7 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
-		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | pause MS] | check | strand PEER "
+		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | until FILE] | check | strand PEER "
 				"MEMBER... | claim PEER... | tops\n");
 		return 2;
 	}
@@ -237,7 +241,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
 	if (strcmp(argv[2], "run") == 0)
 		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0,
-			 argc > 5 && strcmp(argv[4], "pause") == 0 ? atol(argv[5]) : 0);
+			 argc > 5 && strcmp(argv[4], "until") == 0 ? argv[5] : NULL);
 	else if (strcmp(argv[2], "strand") == 0 && argc > 4)
 		rc = strand(ps, (uint32_t)atoi(argv[3]), argv + 4, argc - 4);
 	else if (strcmp(argv[2], "claim") == 0)
