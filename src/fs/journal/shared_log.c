@@ -144,17 +144,33 @@ uint64_t slog_cursor(const struct slog *l)
  * l->dir[d] either way. An extent whose zeroing or publication may still
  * land (an error: in doubt) is left allocated, never freed to be reused
  * under a late write: fsck's leak pass. */
+/* A run of a segment's length: an allocation may grant less (the rest of
+ * a bitmap word another client took part of), so a few more are asked for
+ * while the short ones are held, then those go back. */
+static int seg_alloc(struct slog *l, uint32_t d, struct rp_extent *ext)
+{
+	struct rp_extent shorts[8];
+	unsigned n = 0;
+	int rc;
+	while ((rc = rp_poolset_alloc(l->ps, l->member + d + n, SEG_BLOCKS, ext)) == 0 &&
+	       ext->count < SEG_BLOCKS && n < 8)
+		shorts[n++] = *ext;
+	if (rc == 0 && ext->count < SEG_BLOCKS) {
+		rp_pool_free(l->ps, ext);
+		rc = -ENOSPC; /* (no run of a segment's length) */
+	}
+	for (unsigned i = 0; i < n; i++)
+		rp_pool_free(l->ps, &shorts[i]);
+	return rc;
+}
+
 static int seg_create(struct slog *l, uint32_t d)
 {
 	struct rp_extent ext = { 0 };
 	uint64_t w, old = 0, len = (uint64_t)SEG_BLOCKS * l->ps->block_size;
-	int rc = rp_poolset_alloc(l->ps, l->member + d, SEG_BLOCKS, &ext);
+	int rc = seg_alloc(l, d, &ext);
 	if (rc < 0)
 		return rc;
-	if (ext.count < SEG_BLOCKS) {
-		rp_pool_free(l->ps, &ext);
-		return -ENOSPC; /* (no run of a segment's length) */
-	}
 	uint8_t *zero = calloc(1, len);
 	if (!zero) {
 		rp_pool_free(l->ps, &ext);
