@@ -1089,6 +1089,41 @@ static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struc
 	return 0;
 }
 
+/* Copy id answered epoch pe to an update at e: is it the authority e's
+ * record names, which the election passed over (not at the epoch then: a
+ * move from an older version, which did not move it first, or a scan that
+ * read it just before this version's move took it, first, and the others
+ * after), arrived since? Others elect it now: elect again before touching
+ * any other copy (two authorities of one epoch else, each counting the
+ * copies that hold the other's equal change: one value handed out twice,
+ * fstest 085 step 6). */
+static bool rauth_now_at(struct rp_poolset *ps, uint32_t id, uint64_t pe, uint64_t e,
+			 const char *when)
+{
+	if (pe != e || atomic_load(&ps->home_rauth_out) != (int64_t)id)
+		return false;
+	rp_info("volume table: peer %u, the authority home epoch %llu records, %s: electing "
+		"again", (unsigned)id, (unsigned long long)e, when);
+	atomic_store(&ps->home_rauth_out, -1);
+	return true;
+}
+
+/* The same check for the recorded authority wherever it is: before an
+ * update on auth, and again by the update's mirror before it reaches any
+ * other copy (it may have arrived between the first and the atomic); the
+ * mirror then makes it for every copy it reads. */
+static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth, const char *when)
+{
+	int64_t r = atomic_load(&ps->home_rauth_out);
+	uint64_t re, ae;
+	if (r < 0 || (uint32_t)r == auth || rp_pool_faa(ps, (uint32_t)r, HOME_EPOCH_OFF, 0, &re) < 0 ||
+	    rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae) < 0 ||
+	    !rauth_now_at(ps, (uint32_t)r, re, ae, when))
+		return false;
+	home_forget(ps);
+	return true;
+}
+
 /* Write to the authority and to every copy in sync with it (same epoch,
  * read now: another thread, or another process's resync, may just have
  * moved it); the authority's write decides the result. A copy this process
@@ -1108,6 +1143,8 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		rc = rp_pool_write(ps, auth, u->off, u->buf, u->len);
 	if (rc == 0)
 		set_add(took, auth);
+	if (rc == 0 && rauth_arrived(ps, auth, "arrived during an update"))
+		rc = -ESTALE; /* (no copy but the authority has it yet) */
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
@@ -1123,6 +1160,10 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		if (prc == 0 && (pe & HOME_JOINING)) {
 			copy_join_update(ps, id, u); /* (what it misses, the fill copies) */
 			continue;
+		}
+		if (prc == 0 && rauth_now_at(ps, id, pe, e, "arrived during an update")) {
+			rc = -ESTALE;
+			break;
 		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
 			break;
@@ -1175,26 +1216,6 @@ void home_test_stall(void (*fn)(uint64_t off))
 #define TEST_STALL(off) ((void)0)
 #endif
 
-/* Before an update on auth: has the authority the elected epoch's record
- * names, which the election passed over (not at the epoch then: a move
- * from an older version, which did not move it first, or a scan that read
- * it just before this version's move took it, first, and the others
- * after), arrived since? Others elect it now: elect again before touching
- * either (two authorities of one epoch else). */
-static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth)
-{
-	int64_t r = atomic_load(&ps->home_rauth_out);
-	uint64_t re, ae;
-	if (r < 0 || (uint32_t)r == auth || rp_pool_faa(ps, (uint32_t)r, HOME_EPOCH_OFF, 0, &re) < 0 ||
-	    rp_pool_faa(ps, auth, HOME_EPOCH_OFF, 0, &ae) < 0 || re != ae)
-		return false;
-	rp_info("volume table: peer %u, the authority home epoch %llu records, is in sync now: "
-		"electing again", (unsigned)r, (unsigned long long)ae);
-	atomic_store(&ps->home_rauth_out, -1);
-	home_forget(ps);
-	return true;
-}
-
 /* One mirror (epoch read, writes, drop) and one election at a time in this
  * process: two threads dropping copies at once would move the epochs apart. */
 static pthread_mutex_t mirror_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1225,7 +1246,7 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 		rc = home_pool(ps, &auth);
 		struct home_update u = { .off = off, .buf = buf, .len = len };
-		if (rc == 0 && rauth_arrived(ps, auth))
+		if (rc == 0 && rauth_arrived(ps, auth, "is in sync now"))
 			rc = -ESTALE;
 		else if (rc == 0)
 			rc = home_mirror_locked(ps, auth, &u);
@@ -1253,7 +1274,7 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
 			return rc == -ESTALE ? -EIO : rc;
-		if (done_on != (int64_t)auth && rauth_arrived(ps, auth)) {
+		if (done_on != (int64_t)auth && rauth_arrived(ps, auth, "is in sync now")) {
 			last = -EIO;
 			continue; /* (nothing done yet: elect again) */
 		}

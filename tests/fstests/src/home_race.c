@@ -7,11 +7,15 @@
  * test's checker sees that. A racer given 'resync' also copies the area
  * onto copies out of sync now and then, as rebuild does, while the others
  * write.
- *   home_race CLUSTER run SECONDS [resync | until FILE]
+ *   home_race CLUSTER run SECONDS [resync | until FILE | stall FILE]
  *                                           -> "ack OLD MS" and "err RC MS" lines
  *                                              (until: between a read, which
  *                                              elects, and its first update,
- *                                              a wait for FILE to exist)
+ *                                              a wait for FILE to exist;
+ *                                              stall: the first update's
+ *                                              atomic done on the authority,
+ *                                              "stalled", and a wait for FILE
+ *                                              before its mirror)
  *   home_race CLUSTER check [moves]         -> "value V": an addition's old value
  *                                              (exit 1 when none is acknowledged
  *                                              or then the copies differ)
@@ -100,18 +104,39 @@ static int claim(struct rp_poolset *ps, char **peers, int n)
 	return 0;
 }
 
+static void wait_for(const char *file)
+{
+	struct timespec ts = { 0, 2 * 1000000L };
+	for (int i = 0; i < 5000 && access(file, F_OK) != 0; i++)
+		nanosleep(&ts, NULL);
+}
+
+#ifdef RP_TEST_HOOKS
+/* (the file a stalled racer waits for) */
+static const char *stall_file;
+
+static void stall_once(uint64_t off)
+{
+	(void)off;
+	if (!stall_file)
+		return;
+	printf("stalled\n");
+	fflush(stdout);
+	wait_for(stall_file);
+	stall_file = NULL;
+}
+#endif
+
 static int run(struct rp_poolset *ps, long secs, bool resync, const char *until)
 {
 	if (until) {
 		/* a read first (it elects, and the authority is kept for a
 		 * second), then a wait for the test's go (file until made, up
-		 * to 5 s), then the updates */
+		 * to 10 s), then the updates */
 		uint64_t w;
 		printf("%s\n", vol_home_read(ps, COUNTER_OFF, &w, 8) == 0 ? "elected" : "read failed");
 		fflush(stdout);
-		struct timespec ts = { 0, 2 * 1000000L };
-		for (int i = 0; i < 2500 && access(until, F_OK) != 0; i++)
-			nanosleep(&ts, NULL);
+		wait_for(until);
 	}
 	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, next_resync = 0;
 	long acks = 0, errs = 0;
@@ -216,7 +241,7 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
-		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | until FILE] | check | strand PEER "
+		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | until FILE | stall FILE] | check | strand PEER "
 				"MEMBER... | claim PEER... | tops\n");
 		return 2;
 	}
@@ -239,6 +264,12 @@ int main(int argc, char **argv)
 	int rc = raw ? 0 : home_init(ps);
 	if (rc < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
+#ifdef RP_TEST_HOOKS
+	if (racer && argc > 5 && strcmp(argv[4], "stall") == 0) {
+		stall_file = argv[5];
+		home_test_stall(stall_once);
+	}
+#endif
 	if (strcmp(argv[2], "run") == 0)
 		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0,
 			 argc > 5 && strcmp(argv[4], "until") == 0 ? argv[5] : NULL);
