@@ -829,6 +829,7 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 	}
 	if (rc == 0) {
 		*auth = v->auth;
+		atomic_store(&ps->home_rauth_epoch, v->top);
 		atomic_store(&ps->home_rauth_out,
 			     v->rauth >= 0 && (uint32_t)v->rauth != v->auth ? v->rauth : -1);
 		known_raise(ps, v->top);
@@ -1100,8 +1101,9 @@ static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struc
 static bool rauth_now_at(struct rp_poolset *ps, uint32_t id, uint64_t pe, uint64_t e,
 			 const char *when)
 {
-	if (pe != e || atomic_load(&ps->home_rauth_out) != (int64_t)id)
-		return false;
+	if (pe != e || atomic_load(&ps->home_rauth_out) != (int64_t)id ||
+	    atomic_load(&ps->home_rauth_epoch) != e)
+		return false; /* (at another epoch: another record, not the one passed over) */
 	rp_info("volume table: peer %u, the authority home epoch %llu records, %s: electing "
 		"again", (unsigned)id, (unsigned long long)e, when);
 	atomic_store(&ps->home_rauth_out, -1);
@@ -1130,7 +1132,10 @@ static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth, const char *when
  * found out of sync is read again only while it is connected (a pool that
  * is down is not waited for on every write). -ESTALE: the authority was
  * left behind by another process (what landed went to copies out of sync):
- * elect again, redo it. */
+ * elect again, redo it. -EAGAIN: the recorded authority arrived (another
+ * process may have made the same change there, and copies that hold it
+ * count for neither): elect again, and the change made on this authority
+ * is in doubt (not to be redone there). */
 static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct home_update *u)
 {
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
@@ -1144,7 +1149,7 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 	if (rc == 0)
 		set_add(took, auth);
 	if (rc == 0 && rauth_arrived(ps, auth, "arrived during an update"))
-		rc = -ESTALE; /* (no copy but the authority has it yet) */
+		rc = -EAGAIN; /* (no copy but the authority has it yet) */
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
@@ -1162,7 +1167,7 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			continue;
 		}
 		if (prc == 0 && rauth_now_at(ps, id, pe, e, "arrived during an update")) {
-			rc = -ESTALE;
+			rc = -EAGAIN;
 			break;
 		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
@@ -1250,6 +1255,8 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 			rc = -ESTALE;
 		else if (rc == 0)
 			rc = home_mirror_locked(ps, auth, &u);
+		if (rc == -EAGAIN)
+			rc = -ESTALE; /* (a write is the same again wherever it lands) */
 		rp_mutex_unlock(&mirror_mu);
 	}
 	return rc == -ESTALE ? -EIO : rc; /* (-ESTALE means more to callers) */
@@ -1259,12 +1266,14 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
  * the others (copy_transition). When the mirror finds the authority left
  * behind: on a new authority the atomic again (the old one's result counts
  * for nothing), on the same one (both moved meanwhile) the transition
- * mirrored again. An atomic that changes nothing is not mirrored, and so
+ * mirrored again. When the mirror finds the recorded authority arrived:
+ * the atomic anew on it, and -EIO (in doubt) if the same authority is
+ * elected again. An atomic that changes nothing is not mirrored, and so
  * not checked against other copies. */
 static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a,
 			      uint64_t b, uint64_t *old)
 {
-	int64_t done_on = -1;
+	int64_t done_on = -1, doubt_on = -1;
 	uint64_t fills = 0, now;
 	struct home_update u = { .off = off, .atomic = true };
 	bool changed = false;
@@ -1274,6 +1283,8 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
 			return rc == -ESTALE ? -EIO : rc;
+		if (doubt_on == (int64_t)auth)
+			return -EIO; /* (its change there is in doubt, and stays) */
 		if (done_on != (int64_t)auth && rauth_arrived(ps, auth, "is in sync now")) {
 			last = -EIO;
 			continue; /* (nothing done yet: elect again) */
@@ -1303,6 +1314,15 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		if (changed)
 			TEST_STALL(off); /* (tests: the authority has it, no copy yet) */
 		rc = changed ? home_mirror_locked(ps, auth, &u) : 0;
+		if (rc == -EAGAIN) {
+			/* the recorded authority arrived: on it the atomic
+			 * anew; this one's change is never redone as ours
+			 * (copies at its result may hold the other's) */
+			doubt_on = done_on;
+			done_on = -1;
+			last = -EIO;
+			continue;
+		}
 		if (rc != -ESTALE)
 			return rc;
 		u.redo = true; /* (if the same authority is elected again) */

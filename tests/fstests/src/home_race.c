@@ -232,10 +232,12 @@ static int tops(struct rp_poolset *ps, const struct rp_cluster *cl)
 }
 
 /* check with "moves": each copy a move (the resync's) takes, in order */
+#ifdef RP_TEST_HOOKS
 static void print_move(uint32_t id, uint32_t auth, uint64_t to)
 {
 	printf("move peer %u to %llu (authority %u)\n", id, (unsigned long long)to, auth);
 }
+#endif
 
 int main(int argc, char **argv)
 {
