@@ -98,7 +98,6 @@ struct rp_poolset {
 	/* the authority the elected epoch's record names, when the election
 	 * fell back to another because it was not in sync then (-1: none) */
 	_Atomic int64_t home_rauth_out;
-	_Atomic uint64_t home_rauth_epoch; /* the epoch of that record */
 	/* the home epoch this process elected at or moved the copies to (0:
 	 * none yet), and whether it may elect without members that do not
 	 * answer (rdmapool rebuild --force) */

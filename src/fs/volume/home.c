@@ -829,7 +829,6 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 	}
 	if (rc == 0) {
 		*auth = v->auth;
-		atomic_store(&ps->home_rauth_epoch, v->top);
 		atomic_store(&ps->home_rauth_out,
 			     v->rauth >= 0 && (uint32_t)v->rauth != v->auth ? v->rauth : -1);
 		known_raise(ps, v->top);
@@ -1101,9 +1100,8 @@ static int lagging(struct rp_poolset *ps, uint32_t auth, uint64_t e, const struc
 static bool rauth_now_at(struct rp_poolset *ps, uint32_t id, uint64_t pe, uint64_t e,
 			 const char *when)
 {
-	if (pe != e || atomic_load(&ps->home_rauth_out) != (int64_t)id ||
-	    atomic_load(&ps->home_rauth_epoch) != e)
-		return false; /* (at another epoch: another record, not the one passed over) */
+	if (pe != e || atomic_load(&ps->home_rauth_out) != (int64_t)id)
+		return false;
 	rp_info("volume table: peer %u, the authority home epoch %llu records, %s: electing "
 		"again", (unsigned)id, (unsigned long long)e, when);
 	atomic_store(&ps->home_rauth_out, -1);
@@ -1132,11 +1130,12 @@ static bool rauth_arrived(struct rp_poolset *ps, uint32_t auth, const char *when
  * found out of sync is read again only while it is connected (a pool that
  * is down is not waited for on every write). -ESTALE: the authority was
  * left behind by another process (what landed went to copies out of sync):
- * elect again, redo it. -EAGAIN: the recorded authority arrived (another
- * process may have made the same change there, and copies that hold it
- * count for neither): elect again, and the change made on this authority
- * is in doubt (not to be redone there). */
-static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct home_update *u)
+ * elect again, redo it; with *arrived set, the recorded authority arrived
+ * (another process may have made the same change there, and copies that
+ * hold it count for neither): elect again, and the change made on this
+ * authority is in doubt (not to be redone there). */
+static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct home_update *u,
+			      bool *arrived)
 {
 	bool *missed = calloc(ps->npeers, sizeof(*missed)), any = false;
 	struct home_set *took = calloc(1, sizeof(*took)); /* the copies that hold it at e */
@@ -1148,8 +1147,9 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 		rc = rp_pool_write(ps, auth, u->off, u->buf, u->len);
 	if (rc == 0)
 		set_add(took, auth);
-	if (rc == 0 && rauth_arrived(ps, auth, "arrived during an update"))
-		rc = -EAGAIN; /* (no copy but the authority has it yet) */
+	*arrived = rc == 0 && rauth_arrived(ps, auth, "arrived during an update");
+	if (*arrived)
+		rc = -ESTALE; /* (no copy but the authority has it yet) */
 	for (size_t k = 0; rc == 0 && k < ps->npeers; k++) {
 		uint32_t id = ps->ids[k];
 		uint64_t pe;
@@ -1167,7 +1167,8 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			continue;
 		}
 		if (prc == 0 && rauth_now_at(ps, id, pe, e, "arrived during an update")) {
-			rc = -EAGAIN;
+			*arrived = true;
+			rc = -ESTALE;
 			break;
 		}
 		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
@@ -1251,12 +1252,11 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 		rp_mutex_lock(&mirror_mu, RP_LK_HOME);
 		rc = home_pool(ps, &auth);
 		struct home_update u = { .off = off, .buf = buf, .len = len };
+		bool arrived = false; /* (a write is the same again wherever it lands) */
 		if (rc == 0 && rauth_arrived(ps, auth, "is in sync now"))
 			rc = -ESTALE;
 		else if (rc == 0)
-			rc = home_mirror_locked(ps, auth, &u);
-		if (rc == -EAGAIN)
-			rc = -ESTALE; /* (a write is the same again wherever it lands) */
+			rc = home_mirror_locked(ps, auth, &u, &arrived);
 		rp_mutex_unlock(&mirror_mu);
 	}
 	return rc == -ESTALE ? -EIO : rc; /* (-ESTALE means more to callers) */
@@ -1273,7 +1273,8 @@ int vol_home_write(struct rp_poolset *ps, uint64_t off, const void *buf, size_t 
 static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uint64_t a,
 			      uint64_t b, uint64_t *old)
 {
-	int64_t done_on = -1, doubt_on = -1;
+	int64_t done_on = -1;
+	struct home_set doubted = { 0 }; /* authorities whose change is in doubt */
 	uint64_t fills = 0, now;
 	struct home_update u = { .off = off, .atomic = true };
 	bool changed = false;
@@ -1282,8 +1283,8 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		uint32_t auth;
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
-			return rc == -ESTALE ? -EIO : rc;
-		if (doubt_on == (int64_t)auth)
+			return rc == -ESTALE || rc == -EAGAIN ? -EIO : rc;
+		if (set_has(&doubted, auth))
 			return -EIO; /* (its change there is in doubt, and stays) */
 		if (done_on != (int64_t)auth && rauth_arrived(ps, auth, "is in sync now")) {
 			last = -EIO;
@@ -1302,7 +1303,7 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 			if (rc < 0) {
 				home_forget(ps);
 				done_on = -1;
-				last = rc == -ESTALE ? -EIO : rc;
+				last = rc == -ESTALE || rc == -EAGAIN ? -EIO : rc;
 				continue;
 			}
 			done_on = auth;
@@ -1313,18 +1314,19 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		}
 		if (changed)
 			TEST_STALL(off); /* (tests: the authority has it, no copy yet) */
-		rc = changed ? home_mirror_locked(ps, auth, &u) : 0;
-		if (rc == -EAGAIN) {
+		bool arrived = false;
+		rc = changed ? home_mirror_locked(ps, auth, &u, &arrived) : 0;
+		if (rc == -ESTALE && arrived) {
 			/* the recorded authority arrived: on it the atomic
 			 * anew; this one's change is never redone as ours
 			 * (copies at its result may hold the other's) */
-			doubt_on = done_on;
+			set_add(&doubted, auth);
 			done_on = -1;
 			last = -EIO;
 			continue;
 		}
 		if (rc != -ESTALE)
-			return rc;
+			return rc == -EAGAIN ? -EIO : rc; /* (-EAGAIN means more to callers) */
 		u.redo = true; /* (if the same authority is elected again) */
 		/* its fill count now, off the common path: a resync fills a
 		 * copy only after it was left behind, which is what -ESTALE
