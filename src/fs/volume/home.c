@@ -1166,13 +1166,14 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			copy_join_update(ps, id, u); /* (what it misses, the fill copies) */
 			continue;
 		}
+		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
+			break;
+		/* (after home_ahead: it may have come with a move) */
 		if (prc == 0 && rauth_now_at(ps, id, pe, e, "arrived during an update")) {
 			*arrived = true;
 			rc = -ESTALE;
 			break;
 		}
-		if (prc == 0 && pe > e && (rc = home_ahead(ps, auth, id, pe, &e)) < 0)
-			break;
 		if (prc < 0 && ps->pools[id].home_out) {
 			set_add(&unsure, id);
 			continue;
@@ -1283,7 +1284,7 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 		uint32_t auth;
 		int rc = home_pool(ps, &auth);
 		if (rc < 0)
-			return rc == -ESTALE || rc == -EAGAIN ? -EIO : rc;
+			return rc == -ESTALE ? -EIO : rc;
 		if (set_has(&doubted, auth))
 			return -EIO; /* (its change there is in doubt, and stays) */
 		if (done_on != (int64_t)auth && rauth_arrived(ps, auth, "is in sync now")) {
@@ -1303,7 +1304,7 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 			if (rc < 0) {
 				home_forget(ps);
 				done_on = -1;
-				last = rc == -ESTALE || rc == -EAGAIN ? -EIO : rc;
+				last = rc == -ESTALE ? -EIO : rc;
 				continue;
 			}
 			done_on = auth;
@@ -1326,7 +1327,7 @@ static int home_atomic_locked(struct rp_poolset *ps, bool cas, uint64_t off, uin
 			continue;
 		}
 		if (rc != -ESTALE)
-			return rc == -EAGAIN ? -EIO : rc; /* (-EAGAIN means more to callers) */
+			return rc;
 		u.redo = true; /* (if the same authority is elected again) */
 		/* its fill count now, off the common path: a resync fills a
 		 * copy only after it was left behind, which is what -ESTALE
