@@ -11,24 +11,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# how long each stage took, printed last (CI's time is bounded)
+times=() t_stage=$SECONDS
+timed() { times+=("$(printf '%5d s  %s' $((SECONDS - t_stage)) "$1")"); t_stage=$SECONDS; }
+
 scripts/install-deps.sh --test
 ./autogen.sh > /dev/null
 mkdir -p _build
 cd _build
 ../configure CFLAGS="-O2 -g -Werror" > configure.log || { cat configure.log; exit 1; }
 make -j"$(nproc)"
+timed build
 status=0
 failed=()
 make -j2 check || { cat test-suite.log; status=1; failed+=(check); }
+timed "make check"
 make check-fstests > check-fstests.log 2>&1 || { status=1; failed+=(check-fstests); }
 cat check-fstests.log
+timed check-fstests
 # the tarball builds and tests out of tree; the Debian package installs and
 # works as users get it (quick start, mounts, against /usr/sbin)
 make distcheck-tests > distcheck.log 2>&1 || { tail -n 80 distcheck.log; status=1; failed+=(distcheck); }
 grep -E '^(# (TOTAL|PASS|FAIL|ERROR):|rdmapool-.* archives ready)' distcheck.log || true
+timed distcheck
 ../scripts/test-package.sh "$(pwd)" || { status=1; failed+=(package); }
+timed package
 if grep -q '^check-rdma:' Makefile; then
 	make check-rdma || { status=1; failed+=(check-rdma); }
+	timed check-rdma
 fi
 cd ..
 
@@ -36,17 +46,21 @@ cd ..
 mkdir -p _build-asan
 (cd _build-asan && ../configure --enable-sanitizers CFLAGS="-O1 -g -Werror" > configure.log &&
 	make -j"$(nproc)" > make.log && make -j2 check-sanitizers) || { status=1; failed+=(sanitizers); }
+timed "ASan and UBSan"
 # the concurrency-heavy fstests with TSan: any report fails them
 mkdir -p _build-tsan
 (cd _build-tsan && ../configure --enable-sanitizers=thread CFLAGS="-O1 -g -Werror" > configure.log &&
 	make -j"$(nproc)" > make.log && make check-tsan > check-tsan.log 2>&1) ||
 	{ status=1; failed+=(tsan); }
 cat _build-tsan/check-tsan.log 2>/dev/null || true
+timed TSan
 # each fuzz target for 30 s from its corpus (clang's libFuzzer)
 mkdir -p _build-fuzz
 (cd _build-fuzz && ../configure CC=clang --enable-fuzzing CFLAGS="-O1 -g -Werror" > configure.log &&
 	make -j"$(nproc)" > make.log && make check-fuzz FUZZ_SECONDS=30) || { status=1; failed+=(fuzz); }
+timed fuzzing
 cd _build
+printf '%s\n' "${times[@]}" "$(printf '%5d s  in all' "$SECONDS")"
 
 # What failed, again at the very end and short (a long log is often read
 # by its last fifty lines only): sanitizer reports' first lines, then each
