@@ -25,14 +25,14 @@ enum rp_lock_rank {
 	RP_LK_APPLY = 20,     /* rp_fs.apply (read-only): records against data reads */
 	RP_LK_INODE_IO = 22,  /* rp_inode.io: data I/O against truncation */
 	RP_LK_FS = 24,        /* rp_fs.mu: namespace, inode table, log */
-	RP_LK_DIVERGED = 28,  /* rp_fs.div_mu */
-	RP_LK_PREALLOC = 30,  /* rp_fs.prealloc_mu */
+	RP_LK_DIVERGED = 28,  /* rp_fs.div.mu */
+	RP_LK_PREALLOC = 30,  /* rp_fs.prealloc.mu */
 	RP_LK_PLACE = 32,     /* rp_fs.place_mu */
-	RP_LK_LEASE = 33,     /* rp_fs.lease_mu (lease_guard waits under place_mu) */
+	RP_LK_LEASE = 33,     /* rp_fs.lease.mu (lease_guard waits under place_mu) */
 	RP_LK_HOME = 34,      /* home.c: which home copies are in sync */
-	RP_LK_BG = 36,        /* rp_fs.bg_mu: the background thread's wake-ups */
+	RP_LK_BG = 36,        /* rp_fs.bg.mu: the background thread's wake-ups */
 	RP_LK_FS_BUFS = 38,   /* rp_fs.bufs.mu: registered I/O buffers */
-	RP_LK_RING = 39,      /* rp_fs.ring_mu: the replicated free count's cache */
+	RP_LK_RING = 39,      /* rp_fs.space.ring_mu: the replicated free count's cache */
 	/* pool/ */
 	RP_LK_POOL = 40,      /* rp_pool.mu: its allocation cursor and span, its reconnect */
 	RP_LK_POOL_BUFS = 42, /* rp_poolset.bufs_mu */

@@ -39,23 +39,27 @@ struct rp_fs {
 	bool ro;
 	int slot;
 	struct rp_volrec vol;
-	struct rp_lease lease;
-	pthread_mutex_t lease_mu; /* the lease word, the fields below, lease_cv */
-	pthread_cond_t lease_cv;  /* CLOCK_MONOTONIC: renewals, kicks, stop */
-	pthread_t lease_thread;
-	bool lease_running, lease_stop, lease_kick;
-	_Atomic uint64_t lease_fresh_until; /* writes may go out before this (rp_boot_ms) */
-	atomic_bool lease_lost;
+	struct {                  /* the writer's lease and its thread (lease.c) */
+		struct rp_lease held;
+		pthread_mutex_t mu; /* the lease word, the fields below, cv */
+		pthread_cond_t cv;  /* CLOCK_MONOTONIC: renewals, kicks, stop */
+		pthread_t thread;
+		bool running, stop, kick;
+		_Atomic uint64_t fresh_until; /* writes may go out before this (rp_boot_ms) */
+		atomic_bool lost;
+	} lease;
 	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
 	struct rp_volplace place; /* copies; stale pools (placement.c) */
 	bool place_installed;
 	uint32_t place_warned;    /* ring positions said to hold a last copy */
 	pthread_mutex_t place_mu;
-	unsigned rebuild_done, rebuild_left, rebuild_returned; /* rebuild.c */
-	pthread_t rebuild_thread;  /* an online rebuild (rebuild.c) */
-	bool rebuild_started;      /* the background thread's: started, not joined */
-	atomic_bool rebuild_busy;  /* the rebuild thread is at work */
-	uint64_t rebuild_word;     /* the request it serves */
+	struct {                   /* an online rebuild (rebuild.c) */
+		unsigned done, left, returned;
+		pthread_t thread;
+		bool started;      /* the background thread's: started, not joined */
+		atomic_bool busy;  /* the rebuild thread is at work */
+		uint64_t word;     /* the request it serves */
+	} rebuild;
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
 		bool known;
 		uint8_t uuid[16];
@@ -76,31 +80,39 @@ struct rp_fs {
 	} reqs[FS_REQS_KEPT];
 	unsigned reqs_next;
 	struct rp_intent intent;
-	pthread_mutex_t div_mu;        /* guards div (diverged.c) */
-	struct rp_diverged *div;       /* file ranges whose copies may differ */
-	size_t ndiv, capdiv;
-	pthread_mutex_t prealloc_mu;
-	struct rp_extent *prealloc; /* by peer id: blocks claimed ahead (prealloc.c) */
-	pthread_t bg;
-	bool bg_running;
+	struct {                       /* file ranges whose copies may differ (diverged.c) */
+		pthread_mutex_t mu;    /* guards the rest */
+		struct rp_diverged *ranges;
+		size_t n, cap;
+	} div;
+	struct {                       /* blocks claimed ahead (prealloc.c) */
+		pthread_mutex_t mu;
+		struct rp_extent *by_peer;
+	} prealloc;
+	struct {                       /* the background thread (mount.c) */
+		pthread_t thread;
+		bool running;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+	} bg;
 	atomic_bool stop;
-	pthread_mutex_t bg_mu;
-	pthread_cond_t bg_cv;
 	uint64_t alloc_counter;
-	/* space.c: free blocks in the pools (an estimate between refreshes) */
-	_Atomic uint64_t space_free, space_total, space_refreshed_ms;
-	atomic_bool space_exact; /* the last refresh read bitmaps, not counts */
-	_Atomic uint64_t space_frees_seen; /* ps->frees when it was last read */
-	_Atomic uint64_t space_conns_seen; /* and which pools counted, how */
-	_Atomic uint64_t space_taken_total; /* every space_taken, ever */
-	/* Replicated: what the last read of the ring's bitmaps found, and the
-	 * ring's stamp before it (0: none); under ring_mu, so that a free
-	 * count is never paired with another read's stamp */
-	pthread_mutex_t ring_mu;
-	uint64_t ring_stamp, ring_total, ring_free;
-	/* when a file with blocks lost its last name while the kernel still
-	 * held it: its blocks go back at the forget a moment later (space.c) */
-	_Atomic uint64_t unlinked_held_ms;
+	struct {                       /* free blocks in the pools (space.c) */
+		/* an estimate between refreshes */
+		_Atomic uint64_t free, total, refreshed_ms;
+		atomic_bool exact; /* the last refresh read bitmaps, not counts */
+		_Atomic uint64_t frees_seen; /* ps->frees when it was last read */
+		_Atomic uint64_t conns_seen; /* and which pools counted, how */
+		_Atomic uint64_t taken_total; /* every space_taken, ever */
+		/* Replicated: what the last read of the ring's bitmaps found,
+		 * and the ring's stamp before it (0: none); under ring_mu, so
+		 * that a free count is never paired with another read's stamp */
+		pthread_mutex_t ring_mu;
+		uint64_t ring_stamp, ring_total, ring_free;
+		/* when a file with blocks lost its last name while the kernel
+		 * still held it: its blocks go back at the forget a moment later */
+		_Atomic uint64_t unlinked_held_ms;
+	} space;
 	_Atomic size_t log_segments; /* of the current log, for the reserve */
 	uint64_t ckpt_retry_ms;      /* no background checkpoint before this */
 	/* read-write: blocks released by durable records, waiting for the

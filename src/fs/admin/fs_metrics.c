@@ -19,7 +19,7 @@ static double one(void *arg)
 static double lease_epoch(void *arg)
 {
 	const struct rp_fs *fs = arg;
-	return (double)fs->lease.epoch;
+	return (double)fs->lease.held.epoch;
 }
 
 static double log_segments(void *arg)
@@ -40,13 +40,13 @@ static double stale_pools(void *arg)
 static double free_blocks(void *arg)
 {
 	struct rp_fs *fs = arg;
-	return (double)atomic_load(&fs->space_free);
+	return (double)atomic_load(&fs->space.free);
 }
 
 static double total_blocks(void *arg)
 {
 	struct rp_fs *fs = arg;
-	return (double)atomic_load(&fs->space_total);
+	return (double)atomic_load(&fs->space.total);
 }
 
 /* A label value: backslash, quote and newline escaped. */

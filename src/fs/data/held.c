@@ -50,7 +50,7 @@ void held_release(struct rp_fs *fs)
 		return;
 	/* read after the records are durable: a reader that registers later
 	 * loads a log that already has them (see reader_register) */
-	uint32_t period = fs->lease.period_ms ? fs->lease.period_ms : 1000;
+	uint32_t period = fs->lease.held.period_ms ? fs->lease.held.period_ms : 1000;
 	if (readers_scan(fs->ps, fs->slot, &fs->readers, period, &min) < 0)
 		return; /* keep holding; the next flush or tick tries again */
 	/* all that no reader can see any more, in one batch (a large delete

@@ -24,21 +24,21 @@
 
 int prealloc_init(struct rp_fs *fs)
 {
-	pthread_mutex_init(&fs->prealloc_mu, NULL);
-	fs->prealloc = calloc(fs->ps->n, sizeof(*fs->prealloc));
-	return fs->prealloc ? 0 : -ENOMEM;
+	pthread_mutex_init(&fs->prealloc.mu, NULL);
+	fs->prealloc.by_peer = calloc(fs->ps->n, sizeof(*fs->prealloc.by_peer));
+	return fs->prealloc.by_peer ? 0 : -ENOMEM;
 }
 
 void prealloc_fini(struct rp_fs *fs)
 {
-	free(fs->prealloc);
-	fs->prealloc = NULL;
-	pthread_mutex_destroy(&fs->prealloc_mu);
+	free(fs->prealloc.by_peer);
+	fs->prealloc.by_peer = NULL;
+	pthread_mutex_destroy(&fs->prealloc.mu);
 }
 
 bool prealloc_enabled(const struct rp_fs *fs)
 {
-	return fs->lease_running && fs->prealloc;
+	return fs->lease.running && fs->prealloc.by_peer;
 }
 
 bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_extent *out)
@@ -46,8 +46,8 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 	bool got = false;
 	if (!prealloc_enabled(fs) || pool >= fs->ps->n)
 		return false;
-	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
-	struct rp_extent *r = &fs->prealloc[pool];
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
+	struct rp_extent *r = &fs->prealloc.by_peer[pool];
 	if (r->count) {
 		uint32_t n = RP_MIN(want, r->count);
 		*out = (struct rp_extent){ .pool = pool, .block = r->block, .count = n };
@@ -55,7 +55,7 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 		r->count -= n;
 		got = true;
 	}
-	rp_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_count(got ? &fs->stats.prealloc_hits : &fs->stats.prealloc_misses, 1);
 	return got;
 }
@@ -73,12 +73,12 @@ void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest)
 {
 	if (rest->count == 0)
 		return;
-	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
-	struct rp_extent *r = &fs->prealloc[rest->pool];
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
+	struct rp_extent *r = &fs->prealloc.by_peer[rest->pool];
 	bool kept = r->count == 0;
 	if (kept)
 		*r = *rest;
-	rp_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc.mu);
 	if (!kept) /* another thread's run got there first */
 		rp_pool_free(fs->ps, rest);
 }
@@ -86,24 +86,24 @@ void prealloc_keep(struct rp_fs *fs, const struct rp_extent *rest)
 uint64_t prealloc_held(struct rp_fs *fs)
 {
 	uint64_t n = 0;
-	if (!fs->prealloc)
+	if (!fs->prealloc.by_peer)
 		return 0;
-	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
 	for (size_t i = 0; i < fs->ps->n; i++)
-		n += fs->prealloc[i].count;
-	rp_mutex_unlock(&fs->prealloc_mu);
+		n += fs->prealloc.by_peer[i].count;
+	rp_mutex_unlock(&fs->prealloc.mu);
 	return n;
 }
 
 void prealloc_return(struct rp_fs *fs)
 {
-	if (!fs->prealloc)
+	if (!fs->prealloc.by_peer)
 		return;
 	for (size_t i = 0; i < fs->ps->n; i++) {
-		rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
-		struct rp_extent r = fs->prealloc[i];
-		fs->prealloc[i].count = 0;
-		rp_mutex_unlock(&fs->prealloc_mu);
+		rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
+		struct rp_extent r = fs->prealloc.by_peer[i];
+		fs->prealloc.by_peer[i].count = 0;
+		rp_mutex_unlock(&fs->prealloc.mu);
 		if (r.count && rp_pool_free(fs->ps, &r) < 0)
 			rp_warn("pool %u: could not give back %u blocks claimed ahead (fsck "
 				"--repair returns them)", r.pool, r.count);

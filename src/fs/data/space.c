@@ -66,11 +66,11 @@ static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint
 	const struct rp_volplace snap = place_snapshot(fs), *pl = &snap;
 	uint64_t *bm[RP_RING_MAX] = { 0 }, size[RP_RING_MAX] = { 0 };
 	uint64_t stamp = ring_stamp(fs, pl);
-	rp_mutex_lock(&fs->ring_mu, RP_LK_RING);
-	bool cached = !exact && stamp && stamp == fs->ring_stamp;
-	*total = fs->ring_total;
-	*nfree = fs->ring_free;
-	rp_mutex_unlock(&fs->ring_mu);
+	rp_mutex_lock(&fs->space.ring_mu, RP_LK_RING);
+	bool cached = !exact && stamp && stamp == fs->space.ring_stamp;
+	*total = fs->space.ring_total;
+	*nfree = fs->space.ring_free;
+	rp_mutex_unlock(&fs->space.ring_mu);
 	if (cached)
 		return false;
 	for (uint32_t i = 0; i < pl->nring; i++) {
@@ -87,11 +87,11 @@ static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint
 	}
 	/* (the stamp from before the reads: a change during them moves the
 	 * next one, and the bitmaps are read again) */
-	rp_mutex_lock(&fs->ring_mu, RP_LK_RING);
-	fs->ring_stamp = stamp;
-	fs->ring_total = *total;
-	fs->ring_free = *nfree;
-	rp_mutex_unlock(&fs->ring_mu);
+	rp_mutex_lock(&fs->space.ring_mu, RP_LK_RING);
+	fs->space.ring_stamp = stamp;
+	fs->space.ring_total = *total;
+	fs->space.ring_free = *nfree;
+	rp_mutex_unlock(&fs->space.ring_mu);
 	return true;
 }
 
@@ -147,32 +147,32 @@ void space_refresh(struct rp_fs *fs)
 	uint64_t total = 0, nfree = 0;
 	/* read before the counts: what changes during the reads is seen next,
 	 * and our allocations meanwhile are taken off what the reads found */
-	uint64_t taken0 = atomic_load(&fs->space_taken_total);
-	atomic_store(&fs->space_frees_seen, atomic_load(&fs->ps->frees));
-	atomic_store(&fs->space_conns_seen, connected_sig(fs));
+	uint64_t taken0 = atomic_load(&fs->space.taken_total);
+	atomic_store(&fs->space.frees_seen, atomic_load(&fs->ps->frees));
+	atomic_store(&fs->space.conns_seen, connected_sig(fs));
 	/* near the reserve the bitmaps, exactly: growing operations must not
 	 * get into it on a count a crash left short (the reserve from the
 	 * size just found: the first refresh has none before) */
 	bool exact = space_pools(fs, false, &total, &nfree);
-	atomic_store(&fs->space_total, total);
+	atomic_store(&fs->space.total, total);
 	if (!exact && nfree <= EXACT_WITHIN_RESERVES * space_reserve(fs) + space_unseen(fs))
 		exact = space_pools(fs, true, &total, &nfree);
 	if (exact) /* what we hold back for the counts goes on its way all the same */
 		rp_poolset_count_flush(fs->ps);
-	atomic_store(&fs->space_exact, exact);
+	atomic_store(&fs->space.exact, exact);
 	/* blocks claimed ahead are allocated in the bitmaps but ours to use */
 	nfree += prealloc_held(fs);
-	uint64_t since = atomic_load(&fs->space_taken_total) - taken0;
+	uint64_t since = atomic_load(&fs->space.taken_total) - taken0;
 	nfree = nfree > since ? nfree - since : 0;
-	atomic_store(&fs->space_total, total);
-	atomic_store(&fs->space_free, nfree);
-	atomic_store(&fs->space_refreshed_ms, rp_now_ms());
+	atomic_store(&fs->space.total, total);
+	atomic_store(&fs->space.free, nfree);
+	atomic_store(&fs->space.refreshed_ms, rp_now_ms());
 }
 
 void space_refresh_if_old(struct rp_fs *fs)
 {
-	uint64_t every = atomic_load(&fs->space_exact) ? REFRESH_BITMAPS_MS : REFRESH_MS;
-	if (rp_now_ms() - atomic_load(&fs->space_refreshed_ms) >= every)
+	uint64_t every = atomic_load(&fs->space.exact) ? REFRESH_BITMAPS_MS : REFRESH_MS;
+	if (rp_now_ms() - atomic_load(&fs->space.refreshed_ms) >= every)
 		space_refresh(fs);
 }
 
@@ -185,16 +185,16 @@ void space_refresh_if_old(struct rp_fs *fs)
  * volume by time, not by calls. */
 void space_refresh_within(struct rp_fs *fs, uint64_t max_age_ms)
 {
-	if (atomic_load(&fs->ps->frees) == atomic_load(&fs->space_frees_seen) &&
-	    connected_sig(fs) == atomic_load(&fs->space_conns_seen) &&
-	    rp_now_ms() - atomic_load(&fs->space_refreshed_ms) < max_age_ms)
+	if (atomic_load(&fs->ps->frees) == atomic_load(&fs->space.frees_seen) &&
+	    connected_sig(fs) == atomic_load(&fs->space.conns_seen) &&
+	    rp_now_ms() - atomic_load(&fs->space.refreshed_ms) < max_age_ms)
 		return;
 	space_refresh(fs);
 }
 
 uint64_t space_reserve(struct rp_fs *fs)
 {
-	uint64_t total = atomic_load(&fs->space_total);
+	uint64_t total = atomic_load(&fs->space.total);
 	uint64_t slack = RP_MAX((uint64_t)SLACK_MIN_SEGMENTS * SEG_BLOCKS,
 				total * SLACK_PERCENT / 100);
 	/* the current log and its spare: what a checkpoint may need */
@@ -204,15 +204,15 @@ uint64_t space_reserve(struct rp_fs *fs)
 
 void space_taken(struct rp_fs *fs, uint64_t blocks)
 {
-	atomic_fetch_add(&fs->space_taken_total, blocks);
-	uint64_t f = atomic_load(&fs->space_free);
-	while (!atomic_compare_exchange_weak(&fs->space_free, &f, f > blocks ? f - blocks : 0))
+	atomic_fetch_add(&fs->space.taken_total, blocks);
+	uint64_t f = atomic_load(&fs->space.free);
+	while (!atomic_compare_exchange_weak(&fs->space.free, &f, f > blocks ? f - blocks : 0))
 		;
 }
 
 bool space_available(struct rp_fs *fs, uint64_t want)
 {
-	return atomic_load(&fs->space_free) >= space_reserve(fs) + want;
+	return atomic_load(&fs->space.free) >= space_reserve(fs) + want;
 }
 
 int space_check_locked(struct rp_fs *fs, uint64_t want)
@@ -243,7 +243,7 @@ bool space_settle(struct rp_fs *fs, unsigned attempt, uint64_t start_ms)
 	bool held = fs->held.n > 0;
 	rp_mutex_unlock(&fs->mu);
 	uint64_t now = rp_now_ms(), waited = now - start_ms;
-	uint64_t unlinked = atomic_load(&fs->unlinked_held_ms);
+	uint64_t unlinked = atomic_load(&fs->space.unlinked_held_ms);
 	bool forget_due = unlinked && now - unlinked < SETTLE_FORGET_MS;
 	if (!freeing && !held && !forget_due)
 		return false;

@@ -28,7 +28,7 @@ int fs_writable(struct rp_fs *fs)
 {
 	if (fs->ro)
 		return -EROFS;
-	if (atomic_load(&fs->lease_lost))
+	if (atomic_load(&fs->lease.lost))
 		return -EIO; /* another mounter may own the volume now */
 	return 0;
 }
@@ -118,9 +118,9 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 			fs->ckpt_retry_ms = rp_now_ms() + 1000;
 		}
 	} else if (checkpoint_due(fs)) {
-		rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
-		pthread_cond_signal(&fs->bg_cv); /* time for a checkpoint */
-		rp_mutex_unlock(&fs->bg_mu);
+		rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
+		pthread_cond_signal(&fs->bg.cv); /* time for a checkpoint */
+		rp_mutex_unlock(&fs->bg.mu);
 	}
 	return rc;
 }
@@ -161,7 +161,7 @@ static void txn_dirent(struct txn *t, uint8_t type, uint64_t parent, const char 
 void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in)
 {
 	if (!in->nlink && in->map.n && (in->nopen || in->nlookup || in->pins) && !fs->ro)
-		atomic_store(&fs->unlinked_held_ms, rp_now_ms());
+		atomic_store(&fs->space.unlinked_held_ms, rp_now_ms());
 	if (in->nlink || in->nopen || in->nlookup || in->pins || fs->ro || in->ino == RP_ROOT_INO)
 		return;
 	struct rp_rec r = { .type = REC_INODE_DEL, .ino = in->ino };
@@ -374,7 +374,7 @@ static int create(struct rp_fs *fs, uint64_t parent, const char *name, uint32_t 
 	/* the writer epoch: numbers a crashed writer handed out and its log
 	 * lost come again, and the kernel must tell the new file from the
 	 * one it may still hold open (rdmapoolfs(8), restart) */
-	a->gen = fs->lease.epoch ? fs->lease.epoch : 1;
+	a->gen = fs->lease.held.epoch ? fs->lease.held.epoch : 1;
 	a->atime = a->mtime = a->ctime = now;
 	if (target) {
 		struct rp_rec *s = txn_add(&t, REC_SYMLINK);

@@ -23,15 +23,15 @@
 
 void diverged_init(struct rp_fs *fs)
 {
-	pthread_mutex_init(&fs->div_mu, NULL);
+	pthread_mutex_init(&fs->div.mu, NULL);
 }
 
 void diverged_fini(struct rp_fs *fs)
 {
-	free(fs->div);
-	fs->div = NULL;
-	fs->ndiv = fs->capdiv = 0;
-	pthread_mutex_destroy(&fs->div_mu);
+	free(fs->div.ranges);
+	fs->div.ranges = NULL;
+	fs->div.n = fs->div.cap = 0;
+	pthread_mutex_destroy(&fs->div.mu);
 }
 
 /* Bounded: past this many ranges a failed write is only logged (fsck finds
@@ -40,39 +40,39 @@ void diverged_fini(struct rp_fs *fs)
 
 void diverged_note(struct rp_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
 {
-	rp_mutex_lock(&fs->div_mu, RP_LK_DIVERGED);
+	rp_mutex_lock(&fs->div.mu, RP_LK_DIVERGED);
 	/* the same file's range again, or one next to it: one entry */
-	for (size_t i = fs->ndiv; i-- > 0 && fs->ndiv - i <= 16;) {
-		struct rp_diverged *d = &fs->div[i];
+	for (size_t i = fs->div.n; i-- > 0 && fs->div.n - i <= 16;) {
+		struct rp_diverged *d = &fs->div.ranges[i];
 		if (d->ino == ino && off <= d->off + d->len && d->off <= off + len) {
 			uint64_t end = RP_MAX(d->off + d->len, off + len);
 			d->off = RP_MIN(d->off, off);
 			d->len = end - d->off;
-			rp_mutex_unlock(&fs->div_mu);
+			rp_mutex_unlock(&fs->div.mu);
 			return;
 		}
 	}
-	if (fs->ndiv >= DIVERGED_MAX) {
-		rp_mutex_unlock(&fs->div_mu);
+	if (fs->div.n >= DIVERGED_MAX) {
+		rp_mutex_unlock(&fs->div.mu);
 		rp_err("volume \"%s\": too many ranges whose copies may differ to note inode %llu's: "
 		       "'rdmapool fsck' finds them", fs->vol.name, (unsigned long long)ino);
 		return;
 	}
-	if (fs->ndiv == fs->capdiv) {
-		size_t cap = fs->capdiv ? fs->capdiv * 2 : 16;
-		struct rp_diverged *v = realloc(fs->div, cap * sizeof(*v));
+	if (fs->div.n == fs->div.cap) {
+		size_t cap = fs->div.cap ? fs->div.cap * 2 : 16;
+		struct rp_diverged *v = realloc(fs->div.ranges, cap * sizeof(*v));
 		if (!v) {
-			rp_mutex_unlock(&fs->div_mu);
+			rp_mutex_unlock(&fs->div.mu);
 			rp_err("volume \"%s\": no memory to note that the copies of inode %llu may "
 			       "differ: 'rdmapool fsck' finds them", fs->vol.name,
 			       (unsigned long long)ino);
 			return;
 		}
-		fs->div = v;
-		fs->capdiv = cap;
+		fs->div.ranges = v;
+		fs->div.cap = cap;
 	}
-	fs->div[fs->ndiv++] = (struct rp_diverged){ .ino = ino, .off = off, .len = len };
-	rp_mutex_unlock(&fs->div_mu);
+	fs->div.ranges[fs->div.n++] = (struct rp_diverged){ .ino = ino, .off = off, .len = len };
+	rp_mutex_unlock(&fs->div.mu);
 }
 
 /* The extents of the file's map that cover [off, off + len), fs->mu held. */
@@ -138,17 +138,17 @@ static bool all_answer(struct rp_fs *fs)
 size_t diverged_resync(struct rp_fs *fs)
 {
 	bool answer = all_answer(fs);
-	rp_mutex_lock(&fs->div_mu, RP_LK_DIVERGED);
-	if (fs->ndiv && !answer) {
-		size_t n = fs->ndiv;
-		rp_mutex_unlock(&fs->div_mu);
+	rp_mutex_lock(&fs->div.mu, RP_LK_DIVERGED);
+	if (fs->div.n && !answer) {
+		size_t n = fs->div.n;
+		rp_mutex_unlock(&fs->div.mu);
 		return n;
 	}
-	struct rp_diverged *v = fs->div;
-	size_t n = fs->ndiv, fixed = 0;
-	fs->div = NULL;
-	fs->ndiv = fs->capdiv = 0;
-	rp_mutex_unlock(&fs->div_mu);
+	struct rp_diverged *v = fs->div.ranges;
+	size_t n = fs->div.n, fixed = 0;
+	fs->div.ranges = NULL;
+	fs->div.n = fs->div.cap = 0;
+	rp_mutex_unlock(&fs->div.mu);
 	if (n == 0)
 		return 0;
 	void *buf = malloc(COPY_CHUNK);

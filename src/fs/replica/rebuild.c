@@ -165,9 +165,9 @@ static int each_other_extent(struct rp_fs *fs,
 		rc = fn(r, &fs->held.v[i].e);
 	for (size_t i = 0; i < fs->deferred.n && rc == 0; i++)
 		rc = fn(r, &fs->deferred.v[i]);
-	for (size_t i = 0; fs->prealloc && i < fs->ps->n && rc == 0; i++)
-		if (fs->prealloc[i].count)
-			rc = fn(r, &fs->prealloc[i]);
+	for (size_t i = 0; fs->prealloc.by_peer && i < fs->ps->n && rc == 0; i++)
+		if (fs->prealloc.by_peer[i].count)
+			rc = fn(r, &fs->prealloc.by_peer[i]);
 	return rc;
 }
 
@@ -371,7 +371,7 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_prog
 		if (rp_pool_ensure(fs->ps, r.pool) < 0) {
 			if (out)
 				fprintf(out, "peer %u: still unreachable, not rebuilt\n", r.pool);
-			fs->rebuild_left++;
+			fs->rebuild.left++;
 			continue;
 		}
 		if ((rc = rebuild_pool(&r)) == -EINTR)
@@ -379,8 +379,8 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_prog
 				 "until a rebuild finishes)", r.pool);
 		else if (rc < 0)
 			snprintf(err, errlen, "rebuilding peer %u: %s", r.pool, strerror(-rc));
-		fs->rebuild_done++;
-		fs->rebuild_returned += rc == 0 && !r.fresh;
+		fs->rebuild.done++;
+		fs->rebuild.returned += rc == 0 && !r.fresh;
 	}
 	free(r.buf);
 	return rc;
@@ -513,9 +513,9 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 	}
 	if ((rc = rp_fs_mount(ps, &mo, &fs, err, errlen)) < 0)
 		return rc;
-	unsigned left = fs->rebuild_left, returned = fs->rebuild_returned;
+	unsigned left = fs->rebuild.left, returned = fs->rebuild.returned;
 	if (out)
-		fprintf(out, "volume \"%s\": %u peer(s) rebuilt%s\n", fs->vol.name, fs->rebuild_done,
+		fprintf(out, "volume \"%s\": %u peer(s) rebuilt%s\n", fs->vol.name, fs->rebuild.done,
 			left ? ", some still unreachable (still degraded)" : ", all copies current");
 	if ((rc = rp_fs_unmount(fs)) < 0) {
 		snprintf(err, errlen, "unmounting after the rebuild: %s", strerror(-rc));
@@ -545,13 +545,13 @@ static int online_claim(struct rebuild *r)
 	struct rp_fs *fs = r->fs;
 	struct rp_pool *p = &fs->ps->pools[r->pool];
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	rp_mutex_lock(&fs->prealloc_mu, RP_LK_PREALLOC);
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
 	p->filling = true;
 	p->stale = false;
 	r->total = 0;
 	each_extent(fs, count_extent, r);
 	int rc = each_extent(fs, claim_extent, r);
-	rp_mutex_unlock(&fs->prealloc_mu);
+	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
@@ -579,7 +579,7 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 	uint64_t fb = 0;
 	int rc = 0;
 	for (bool more = true; more && rc == 0;) {
-		if (atomic_load(&fs->stop) || atomic_load(&fs->lease_lost)) {
+		if (atomic_load(&fs->stop) || atomic_load(&fs->lease.lost)) {
 			rc = -ECANCELED;
 			break;
 		}
@@ -737,37 +737,37 @@ static void rebuild_run(struct rp_fs *fs, uint64_t w);
 static void *rebuild_main(void *arg)
 {
 	struct rp_fs *fs = arg;
-	rebuild_run(fs, fs->rebuild_word);
-	atomic_store(&fs->rebuild_busy, false);
+	rebuild_run(fs, fs->rebuild.word);
+	atomic_store(&fs->rebuild.busy, false);
 	return NULL;
 }
 
 void rebuild_join(struct rp_fs *fs)
 {
-	if (fs->rebuild_started)
-		pthread_join(fs->rebuild_thread, NULL);
-	fs->rebuild_started = false;
+	if (fs->rebuild.started)
+		pthread_join(fs->rebuild.thread, NULL);
+	fs->rebuild.started = false;
 }
 
 void rebuild_poll(struct rp_fs *fs)
 {
 	uint64_t w;
-	if (fs->rebuild_started) {
-		if (atomic_load(&fs->rebuild_busy))
+	if (fs->rebuild.started) {
+		if (atomic_load(&fs->rebuild.busy))
 			return; /* the request is being served */
 		rebuild_join(fs);
 	}
 	/* unreplicated volumes too: the request also resyncs the volume table */
-	if (fs->ro || atomic_load(&fs->lease_lost) || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
+	if (fs->ro || atomic_load(&fs->lease.lost) || vol_rebuild_word(fs->ps, fs->slot, &w) < 0 ||
 	    (w & 0xff) != REBUILD_ASKED)
 		return;
-	fs->rebuild_word = w;
-	atomic_store(&fs->rebuild_busy, true);
-	if (pthread_create(&fs->rebuild_thread, NULL, rebuild_main, fs) == 0) {
-		fs->rebuild_started = true;
+	fs->rebuild.word = w;
+	atomic_store(&fs->rebuild.busy, true);
+	if (pthread_create(&fs->rebuild.thread, NULL, rebuild_main, fs) == 0) {
+		fs->rebuild.started = true;
 		return;
 	}
-	atomic_store(&fs->rebuild_busy, false);
+	atomic_store(&fs->rebuild.busy, false);
 	rebuild_run(fs, w); /* no thread to be had: here, as before */
 }
 

@@ -39,16 +39,16 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	fs->slot = -1;
 	pthread_mutex_init(&fs->mu, NULL);
 	pthread_mutex_init(&fs->place_mu, NULL);
-	pthread_mutex_init(&fs->bg_mu, NULL);
-	pthread_mutex_init(&fs->lease_mu, NULL);
-	pthread_mutex_init(&fs->ring_mu, NULL);
+	pthread_mutex_init(&fs->bg.mu, NULL);
+	pthread_mutex_init(&fs->lease.mu, NULL);
+	pthread_mutex_init(&fs->space.ring_mu, NULL);
 	/* timed waits on the monotonic clock: a step of the wall clock is
 	 * neither a lease renewal missed nor a background tick */
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->lease_cv, &ca);
-	pthread_cond_init(&fs->bg_cv, &ca);
+	pthread_cond_init(&fs->lease.cv, &ca);
+	pthread_cond_init(&fs->bg.cv, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_rwlock_init(&fs->apply, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
@@ -93,13 +93,13 @@ void fs_delete(struct rp_fs *fs)
 	diverged_fini(fs);
 	pthread_mutex_destroy(&fs->mu);
 	pthread_mutex_destroy(&fs->place_mu);
-	pthread_mutex_destroy(&fs->bg_mu);
-	pthread_mutex_destroy(&fs->lease_mu);
-	pthread_mutex_destroy(&fs->ring_mu);
-	pthread_cond_destroy(&fs->lease_cv);
+	pthread_mutex_destroy(&fs->bg.mu);
+	pthread_mutex_destroy(&fs->lease.mu);
+	pthread_mutex_destroy(&fs->space.ring_mu);
+	pthread_cond_destroy(&fs->lease.cv);
 	pthread_rwlock_destroy(&fs->apply);
 	free(fs->held.v);
-	pthread_cond_destroy(&fs->bg_cv);
+	pthread_cond_destroy(&fs->bg.cv);
 	pthread_mutex_destroy(&fs->bufs.mu);
 	pthread_cond_destroy(&fs->bufs.cv);
 	free(fs);
@@ -302,26 +302,26 @@ static void *bg_main(void *arg)
 	struct rp_fs *fs = arg;
 	uint64_t last_flush = rp_now_ms(), last_clear = last_flush, next_home = last_flush;
 	uint64_t home_wait = HOME_RESYNC_MS;
-	uint32_t tick = fs->lease.period_ms ? fs->lease.period_ms : 1000;
+	uint32_t tick = fs->lease.held.period_ms ? fs->lease.held.period_ms : 1000;
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
 	if (fs->ro)
 		tick = fs->follow_ms;
 
-	rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
+	rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
 	while (!atomic_load(&fs->stop)) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)tick * 1000000ull;
 		ts.tv_sec += (time_t)(ns / 1000000000ull);
 		ts.tv_nsec = (long)(ns % 1000000000ull);
-		pthread_cond_timedwait(&fs->bg_cv, &fs->bg_mu, &ts);
+		pthread_cond_timedwait(&fs->bg.cv, &fs->bg.mu, &ts);
 		if (atomic_load(&fs->stop))
 			break;
-		rp_mutex_unlock(&fs->bg_mu);
+		rp_mutex_unlock(&fs->bg.mu);
 		if (fs->ro) {
 			follow_step(fs);
-			rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
+			rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
 			continue;
 		}
 
@@ -333,7 +333,7 @@ static void *bg_main(void *arg)
 		 * the holder, while its lease is fresh; a resync that fails
 		 * waits twice as long before the next, up to a minute: it
 		 * holds the lock the lease's renewals take) */
-		if (!atomic_load(&fs->lease_lost) && rp_boot_ms() < atomic_load(&fs->lease_fresh_until) &&
+		if (!atomic_load(&fs->lease.lost) && rp_boot_ms() < atomic_load(&fs->lease.fresh_until) &&
 		    now >= next_home) {
 			bool out = home_any_out(fs->ps);
 			home_wait = out && home_resync(fs->ps, NULL) < 0
@@ -341,11 +341,11 @@ static void *bg_main(void *arg)
 					    : HOME_RESYNC_MS;
 			next_home = now + home_wait;
 		}
-		if (!atomic_load(&fs->lease_lost))
+		if (!atomic_load(&fs->lease.lost))
 			diverged_resync(fs); /* copies a failed write left different */
 		space_refresh_if_old(fs);
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
-		if (!atomic_load(&fs->lease_lost)) {
+		if (!atomic_load(&fs->lease.lost)) {
 			if (now - last_flush >= fs->commit_ms) {
 				log_flush(fs, &fs->log);
 				last_flush = now;
@@ -361,9 +361,9 @@ static void *bg_main(void *arg)
 			held_release(fs); /* readers that moved on since the last flush */
 		}
 		rp_mutex_unlock(&fs->mu);
-		rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
+		rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
 	}
-	rp_mutex_unlock(&fs->bg_mu);
+	rp_mutex_unlock(&fs->bg.mu);
 	return NULL;
 }
 
@@ -375,8 +375,8 @@ static int copies_after_crash(struct rp_fs *fs)
 	if (!rp_poolset_replicated(fs->ps))
 		return 0;
 	int rc = 0;
-	if (fs->lease.took_over || intent_any(fs))
-		rc = copies_resync(fs, fs->lease.took_over && !fs->intent.known, fs->lease.took_over);
+	if (fs->lease.held.took_over || intent_any(fs))
+		rc = copies_resync(fs, fs->lease.held.took_over && !fs->intent.known, fs->lease.held.took_over);
 	if (rc == 0)
 		intent_reset(fs); /* the new log starts with none */
 	return rc;
@@ -393,9 +393,9 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 
 	if (!o->holder)
 		default_holder(holder, sizeof(holder));
-	fs->lease.dead = o->dead_lease;
+	fs->lease.held.dead = o->dead_lease;
 	rc = lease_acquire(fs->ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
-			   o->holder ? o->holder : holder, &fs->lease, err, errlen);
+			   o->holder ? o->holder : holder, &fs->lease.held, err, errlen);
 	if (rc < 0) {
 		if (rc != -EBUSY)
 			snprintf(err, errlen, "taking the volume's lease: %s", strerror(-rc));
@@ -471,11 +471,11 @@ fail_lease:
 	/* a lease taken over from a writer that died is left to expire: the
 	 * next mount takes it over too, and so knows to make the copies the
 	 * same (a released one would look cleanly unmounted) */
-	if (fs->lease.took_over && rp_poolset_replicated(fs->ps))
+	if (fs->lease.held.took_over && rp_poolset_replicated(fs->ps))
 		rp_info("volume \"%s\": the lease is left to expire: the next mount takes it over "
 			"and makes the copies the same", fs->vol.name);
 	else
-		lease_release(fs->ps, &fs->lease);
+		lease_release(fs->ps, &fs->lease.held);
 	return rc;
 }
 
@@ -564,12 +564,12 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 		goto fail;
 	if ((rc = fs->ro ? start_reader(fs, o, err, errlen) : start_writer(fs, o, err, errlen)) < 0)
 		goto fail;
-	if (pthread_create(&fs->bg, NULL, bg_main, fs) != 0) {
+	if (pthread_create(&fs->bg.thread, NULL, bg_main, fs) != 0) {
 		rc = -EAGAIN;
 		snprintf(err, errlen, "cannot start the background thread");
 		goto fail_started;
 	}
-	fs->bg_running = true;
+	fs->bg.running = true;
 	*out = fs;
 	return 0;
 fail_started:
@@ -578,7 +578,7 @@ fail_started:
 	} else {
 		log_discard(fs, &fs->log, false);
 		lease_stop(fs);
-		lease_release(ps, &fs->lease);
+		lease_release(ps, &fs->lease.held);
 	}
 fail:
 	fs_delete(fs);
@@ -587,14 +587,14 @@ fail:
 
 static void bg_stop(struct rp_fs *fs)
 {
-	if (!fs->bg_running)
+	if (!fs->bg.running)
 		return;
-	rp_mutex_lock(&fs->bg_mu, RP_LK_BG);
+	rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
 	atomic_store(&fs->stop, true);
-	pthread_cond_signal(&fs->bg_cv);
-	rp_mutex_unlock(&fs->bg_mu);
-	pthread_join(fs->bg, NULL);
-	fs->bg_running = false;
+	pthread_cond_signal(&fs->bg.cv);
+	rp_mutex_unlock(&fs->bg.mu);
+	pthread_join(fs->bg.thread, NULL);
+	fs->bg.running = false;
 	rebuild_join(fs); /* it stops between pieces, seeing fs->stop */
 }
 
@@ -603,21 +603,21 @@ int rp_fs_unmount(struct rp_fs *fs)
 	int rc = 0;
 	if (!fs)
 		return 0;
-	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
+	if (!fs->ro && !atomic_load(&fs->lease.lost)) {
 		/* A mounter that comes now waits for us instead of refusing; the
 		 * lease thread keeps renewing through the last flush, which may be
 		 * long after a large delete. */
-		rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE);
-		if (lease_mark_releasing(fs->ps, &fs->lease) < 0)
+		rp_mutex_lock(&fs->lease.mu, RP_LK_LEASE);
+		if (lease_mark_releasing(fs->ps, &fs->lease.held) < 0)
 			rp_warn("volume \"%s\": could not mark the lease as releasing",
 				fs->vol.name);
-		rp_mutex_unlock(&fs->lease_mu);
+		rp_mutex_unlock(&fs->lease.mu);
 	}
 	/* The background thread and an online rebuild before the final
 	 * flush: a rebuild that finished after it would checkpoint a log that
 	 * the unmount then no longer looks after (its old segments leaked). */
 	bg_stop(fs);
-	if (!fs->ro && !atomic_load(&fs->lease_lost)) {
+	if (!fs->ro && !atomic_load(&fs->lease.lost)) {
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = log_flush(fs, &fs->log);
 		if (rc < 0)
@@ -633,7 +633,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 	}
 	/* what the background thread's last round left is tried once more
 	 * while the lease is still ours */
-	size_t left = !fs->ro && !atomic_load(&fs->lease_lost) ? diverged_resync(fs) : 0;
+	size_t left = !fs->ro && !atomic_load(&fs->lease.lost) ? diverged_resync(fs) : 0;
 	if (left)
 		rp_warn("volume \"%s\": %zu range(s) of files whose writes failed may still "
 			"differ between copies (a peer is down); 'rdmapool fsck' names them",
@@ -644,8 +644,8 @@ int rp_fs_unmount(struct rp_fs *fs)
 	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
 		log_discard(fs, &fs->log, false);
-		if (!atomic_load(&fs->lease_lost))
-			lease_release(fs->ps, &fs->lease);
+		if (!atomic_load(&fs->lease.lost))
+			lease_release(fs->ps, &fs->lease.held);
 	}
 	fs_delete(fs);
 	return rc;
@@ -655,9 +655,9 @@ uint64_t rp_fs_lease_word(struct rp_fs *fs)
 {
 	if (fs->ro)
 		return 0;
-	rp_mutex_lock(&fs->lease_mu, RP_LK_LEASE); /* the lease thread renews it */
-	uint64_t w = fs->lease.word;
-	rp_mutex_unlock(&fs->lease_mu);
+	rp_mutex_lock(&fs->lease.mu, RP_LK_LEASE); /* the lease thread renews it */
+	uint64_t w = fs->lease.held.word;
+	rp_mutex_unlock(&fs->lease.mu);
 	return w;
 }
 
@@ -715,7 +715,7 @@ int rp_fs_statfs(struct rp_fs *fs, struct statvfs *st)
 		rp_mutex_unlock(&fs->mu);
 	}
 	space_refresh_within(fs, SPACE_STATFS_MAX_AGE_MS);
-	uint64_t total = atomic_load(&fs->space_total), nfree = atomic_load(&fs->space_free);
+	uint64_t total = atomic_load(&fs->space.total), nfree = atomic_load(&fs->space.free);
 	/* the reserve counts as used (space.c): Size = Used + Avail */
 	uint64_t reserve = fs->ro ? 0 : space_reserve(fs);
 	uint64_t avail = nfree > reserve ? nfree - reserve : 0;
