@@ -31,7 +31,8 @@
  * and, for fstest 085, whether every copy at the top epoch holds the same
  * counter (a copy that holds the authority's epoch holds every update
  * acknowledged at it, rdmapool(7) (4)), read as it is, nothing resynced:
- *   home_race CLUSTER tops                   -> "peer P: epoch E counter V" */
+ *   home_race CLUSTER tops                   -> "peer P: epoch E counter V record
+ *                                              MOVER/AUTH:MEMBERS" */
 #include "config.h"
 #include "../../../src/fs/fs_impl.h"
 #include "../../helpers/helper.h"
@@ -201,6 +202,27 @@ static int check(struct rp_poolset *ps, const struct rp_cluster *cl)
 	return bad;
 }
 
+/* The record of epoch e in copy id's slot, as one word: its mover's
+ * number, the authority and the members ("-" when the slot records
+ * another epoch), so that copies that went on apart at one epoch differ. */
+static void record_describe(struct rp_poolset *ps, uint32_t id, uint64_t e, char *out, size_t len)
+{
+	uint8_t buf[32 + 2 * RP_MAX_PEERS];
+	uint64_t tag;
+	snprintf(out, len, "-");
+	if (rp_pool_read(ps, id, SLOT_OFF(e, 7), buf, sizeof(buf)) < 0)
+		return;
+	memcpy(&tag, buf, 8);
+	uint32_t n = rp_get_le32(buf + 8), at = tag >> 40 ? 32 : 16;
+	if ((tag & ((1ull << 40) - 1)) != e || n > RP_MAX_PEERS)
+		return;
+	size_t o = (size_t)snprintf(out, len, "%llu/%d:", (unsigned long long)(tag >> 40),
+				    (int)rp_get_le32(buf + 12) - 1);
+	for (uint32_t i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%u", i ? "," : "",
+				      rp_get_le16(buf + at + 2 * i));
+}
+
 static int tops(struct rp_poolset *ps, const struct rp_cluster *cl)
 {
 	uint64_t top = 0, e[RP_MAX_PEERS] = { 0 }, v[RP_MAX_PEERS] = { 0 };
@@ -219,8 +241,10 @@ static int tops(struct rp_poolset *ps, const struct rp_cluster *cl)
 			bad = 1;
 			continue;
 		}
-		printf("peer %u: epoch %llu counter %llu\n", cl->peers[k].id,
-		       (unsigned long long)e[k], (unsigned long long)v[k]);
+		char rec[16 + 8 * RP_MAX_PEERS];
+		record_describe(ps, cl->peers[k].id, e[k], rec, sizeof(rec));
+		printf("peer %u: epoch %llu counter %llu record %s\n", cl->peers[k].id,
+		       (unsigned long long)e[k], (unsigned long long)v[k], rec);
 		if (e[k] != top)
 			continue;
 		if (first < 0)
