@@ -196,13 +196,19 @@ void rp_poolset_close(struct rp_poolset *ps)
 	free(ps);
 }
 
-/* after a reconnect that failed, not again so soon: a dead peer would
- * otherwise cost every operation a connect timeout; after one that
+/* after a reconnect that failed slowly, not again so soon: a stopped or
+ * cut-off peer would otherwise cost every operation a connect timeout. One
+ * that failed at once (refused: the host is up, its server is not) costs
+ * nothing to try again, and a backoff after it would fail the I/O of the
+ * first half second after the server is back (069). After one that
  * succeeded, a short pause only, which the next reconnect waits out (a
  * peer that dies after each handshake must not be reconnected in a loop,
- * one that restarted twice must not fail I/O) */
+ * one that restarted twice must not fail I/O). */
 #define REVIVE_BACKOFF_MS 500
+#define REVIVE_CHEAP_MS 20
 #define REVIVE_AFTER_OK_MS 50
+/* a peer refusing every operation's reconnect is said so once a second */
+#define REVIVE_WARN_MS 1000
 
 int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool)
 {
@@ -235,12 +241,13 @@ int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited)
 		struct timespec ts = { 0, (long)(REVIVE_AFTER_OK_MS - (now - p->last_revive_ms)) * 1000000L };
 		nanosleep(&ts, NULL);
 		now = rp_now_ms();
-	} else if (!p->revive_ok && now - p->last_revive_ms < REVIVE_BACKOFF_MS) {
+	} else if (!p->revive_ok && !p->revive_cheap && now - p->last_revive_ms < REVIVE_BACKOFF_MS) {
 		rc = -ENOTCONN;
 		goto out;
 	}
 	p->last_revive_ms = now;
 	p->revive_ok = false;
+	p->revive_cheap = false;
 	char err[320];
 	/* up to the transport as soon as it reconnects, but not to other
 	 * threads (rp_pool_connected, the fast path above) until the pool is
@@ -260,7 +267,12 @@ int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited)
 		goto out;
 	}
 	if (rc < 0) {
-		rp_warn("reconnect: %s", err);
+		uint64_t done = rp_now_ms();
+		p->revive_cheap = done - now < REVIVE_CHEAP_MS;
+		if (done - p->last_revive_warn_ms >= REVIVE_WARN_MS) {
+			p->last_revive_warn_ms = done;
+			rp_warn("reconnect: %s", err);
+		}
 		goto out;
 	}
 	uint8_t buf[RP_SB_SIZE];
@@ -313,6 +325,7 @@ int rp_poolset_fence(struct rp_poolset *ps, uint64_t session, uint64_t epoch)
 		if (up)
 			rp_conn_drop(p->conn);
 		p->revive_ok = false;
+		p->revive_cheap = false;
 		p->last_revive_ms = 0; /* reconnect now, not after a backoff */
 		bool failed = p->error != 0;
 		rp_mutex_unlock(&p->mu);
