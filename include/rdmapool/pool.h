@@ -33,7 +33,7 @@ struct rp_pool {
 	uint64_t span_w0, span_n;  /* span_n 0: nothing cached */
 	uint64_t last_revive_ms;   /* last reconnect attempt */
 	bool revive_ok;            /* and it succeeded */
-	bool revive_cheap;         /* or failed at once (refused): no backoff */
+	bool revive_cheap;         /* or nothing listened there: no backoff */
 	uint64_t last_revive_warn_ms;
 	/* Replicated volumes: this pool missed writes (it was down, cut off or
 	 * replaced), so it is neither read nor written until it is rebuilt. */

@@ -196,16 +196,17 @@ void rp_poolset_close(struct rp_poolset *ps)
 	free(ps);
 }
 
-/* after a reconnect that failed slowly, not again so soon: a stopped or
- * cut-off peer would otherwise cost every operation a connect timeout. One
- * that failed at once (refused: the host is up, its server is not) costs
- * nothing to try again, and a backoff after it would fail the I/O of the
- * first half second after the server is back (069). After one that
+/* after a reconnect that failed, not again so soon: a stopped or cut-off
+ * peer would otherwise cost every operation a connect timeout, and one that
+ * refuses our handshake a handshake. One refused because nothing listens
+ * (ECONNREFUSED from the transport, which says so for nothing else: the
+ * host is up, its server is not) costs a round trip to try again, and a
+ * backoff after it would fail the I/O of the first half second after the
+ * server is back (069). After one that
  * succeeded, a short pause only, which the next reconnect waits out (a
  * peer that dies after each handshake must not be reconnected in a loop,
  * one that restarted twice must not fail I/O). */
 #define REVIVE_BACKOFF_MS 500
-#define REVIVE_CHEAP_MS 20
 #define REVIVE_AFTER_OK_MS 50
 /* a peer refusing every operation's reconnect is said so once a second */
 #define REVIVE_WARN_MS 1000
@@ -268,7 +269,7 @@ int pool_ensure(struct rp_poolset *ps, uint32_t pool, bool *waited)
 	}
 	if (rc < 0) {
 		uint64_t done = rp_now_ms();
-		p->revive_cheap = done - now < REVIVE_CHEAP_MS;
+		p->revive_cheap = rc == -ECONNREFUSED;
 		if (done - p->last_revive_warn_ms >= REVIVE_WARN_MS) {
 			p->last_revive_warn_ms = done;
 			rp_warn("reconnect: %s", err);

@@ -213,7 +213,7 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 				 : st == -ENXIO ? "the server at that address is another peer"
 				 : st == -EPROTO || drc < 0 ? "the server speaks another protocol version"
 						 : strerror(-st));
-			return st < 0 ? st : -ECONNREFUSED;
+			return st < 0 ? st : -EPROTO;
 		}
 		if (ev->type == RDMA_CM_EVENT_REJECTED) {
 			snprintf(err, errlen, "peer %u (%s:%u): rdma connect: %s (nothing listening?)",
@@ -223,7 +223,9 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 		snprintf(err, errlen, "peer %u (%s:%u): rdma connect: got %s (status %d) instead of %s",
 			 p->id, p->host, p->port, rdma_event_str(ev->type), ev->status,
 			 rdma_event_str(want));
-		return ev->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -ECONNREFUSED;
+		/* (ECONNREFUSED only when nothing listens: the pool layer
+		 * tries that again at once, anything else after a backoff) */
+		return ev->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -EPROTO;
 	}
 	return 0;
 }

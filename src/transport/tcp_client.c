@@ -114,7 +114,7 @@ static int check_welcome(struct rp_conn *c, const uint8_t *hello, const uint8_t 
 		 * and is never "fenced" (which stops a writer for good) */
 		int rc = status < 0 ? status : -EPROTO;
 		if (rc == -ESTALE && !proved)
-			rc = -ECONNREFUSED;
+			rc = -EPROTO; /* (not ECONNREFUSED: that says nothing listens) */
 		snprintf(err, errlen, "peer %u (%s:%u): refused%s: %s", c->peer.id, c->peer.host,
 			 c->peer.port, proved || rc == -EACCES ? "" : " (unproved)",
 			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
