@@ -27,8 +27,8 @@ enum rp_lock_rank {
 	RP_LK_FS = 24,        /* rp_fs.mu: namespace, inode table, log */
 	RP_LK_DIVERGED = 28,  /* rp_fs.div.mu */
 	RP_LK_PREALLOC = 30,  /* rp_fs.prealloc.mu */
-	RP_LK_PLACE = 32,     /* rp_fs.place_mu */
-	RP_LK_LEASE = 33,     /* rp_fs.lease.mu (lease_guard waits under place_mu) */
+	RP_LK_PLACE = 32,     /* rp_fs.place.mu */
+	RP_LK_LEASE = 33,     /* rp_fs.lease.mu (lease_guard waits under place.mu) */
 	RP_LK_HOME = 34,      /* home.c: which home copies are in sync */
 	RP_LK_BG = 36,        /* rp_fs.bg.mu: the background thread's wake-ups */
 	RP_LK_FS_BUFS = 38,   /* rp_fs.bufs.mu: registered I/O buffers */

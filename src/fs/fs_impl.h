@@ -49,10 +49,12 @@ struct rp_fs {
 		atomic_bool lost;
 	} lease;
 	int64_t missing_peer;     /* replay: a peer with data, not in the cluster file */
-	struct rp_volplace place; /* copies; stale pools (placement.c) */
-	bool place_installed;
-	uint32_t place_warned;    /* ring positions said to hold a last copy */
-	pthread_mutex_t place_mu;
+	struct {                  /* copies; stale pools (placement.c) */
+		struct rp_volplace vol;
+		bool installed;
+		uint32_t warned;  /* ring positions said to hold a last copy */
+		pthread_mutex_t mu;
+	} place;
 	struct {                   /* an online rebuild (rebuild.c) */
 		unsigned done, left, returned;
 		pthread_t thread;
@@ -121,14 +123,17 @@ struct rp_fs {
 	struct rp_reader_watch readers;
 	/* read-only: where we are in the writer's log, our reader slot, and
 	 * a lock that keeps records from being applied under a data read */
-	struct rp_logtail tail;
-	struct rp_reader reader;
-	pthread_rwlock_t apply;
-	uint32_t follow_ms;
-	atomic_bool reader_stale;
-	/* data reads are served before this (rp_boot_ms): the follow thread
-	 * sets it at each heartbeat that lands, readers only load it */
-	_Atomic uint64_t reader_fresh_until;
+	struct {                       /* following the writer (follow.c) */
+		struct rp_logtail tail;
+		struct rp_reader reader;
+		pthread_rwlock_t apply;
+		uint32_t ms;
+		atomic_bool stale;
+		/* data reads are served before this (rp_boot_ms): the follow
+		 * thread sets it at each heartbeat that lands, readers only
+		 * load it */
+		_Atomic uint64_t fresh_until;
+	} follow;
 	/* what metrics show (fs_metrics.c) */
 	struct {
 		_Atomic uint64_t log_records, log_bytes, log_flushes, checkpoints;

@@ -31,9 +31,9 @@ static double log_segments(void *arg)
 static double stale_pools(void *arg)
 {
 	struct rp_fs *fs = arg;
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	double n = fs->place_installed ? __builtin_popcount(fs->place.stale) : 0;
-	rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	double n = fs->place.installed ? __builtin_popcount(fs->place.vol.stale) : 0;
+	rp_mutex_unlock(&fs->place.mu);
 	return n;
 }
 

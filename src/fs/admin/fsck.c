@@ -275,8 +275,8 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	fs->vol = *vol;
 	fs->slot = slot;
 	rc = fs_use_placement(fs, err, sizeof(err));
-	if (rc == 0 && fs->place.stale) {
-		place_describe(&fs->place, err, sizeof(err));
+	if (rc == 0 && fs->place.vol.stale) {
+		place_describe(&fs->place.vol, err, sizeof(err));
 		fprintf(f->out, "volume \"%s\": %s: stale copies are not checked\n", vol->name, err);
 	}
 	if (rc == 0)

@@ -211,11 +211,11 @@ static ssize_t read_any(struct rp_fs *fs, uint64_t ino, uint64_t off, size_t len
 	/* A read-only mount reads through the maps it has applied: no record
 	 * is applied meanwhile, and none of it once the writer may have given
 	 * our blocks away (follow.c). */
-	rp_rwlock_rdlock(&fs->apply, RP_LK_APPLY);
+	rp_rwlock_rdlock(&fs->follow.apply, RP_LK_APPLY);
 	/* asked under the lock: a read that waited for a transaction to be
 	 * applied may have waited past the writer's patience with us */
 	ssize_t n = follow_fresh(fs) ? read_file(fs, ino, off, len, out) : -EIO;
-	rp_rwlock_unlock(&fs->apply);
+	rp_rwlock_unlock(&fs->follow.apply);
 	/* the writer deleted a file open here: its blocks may be another
 	 * file's by now (as on NFS) */
 	return n == -ENOENT ? -ESTALE : n;

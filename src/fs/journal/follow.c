@@ -3,7 +3,7 @@
  * has made durable since the last look, and publishes how far it got, so
  * the writer knows which freed blocks it may reuse (held.c). When the
  * writer checkpoints (a new epoch), the follower loads the new log whole.
- * Records are applied a transaction at a time under fs->apply (exclusive)
+ * Records are applied a transaction at a time under fs->follow.apply (exclusive)
  * and fs->mu, so a data read never runs with a block map that changes
  * under it. A follower that could not renew for a while stops serving
  * data (EIO) before the writer can give its blocks away; one the writer
@@ -42,7 +42,7 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 		int rc = place_follow(c->fs);
 		if (rc < 0)
 			return rc;
-		rp_rwlock_wrlock(&c->fs->apply, RP_LK_APPLY);
+		rp_rwlock_wrlock(&c->fs->follow.apply, RP_LK_APPLY);
 		rp_mutex_lock(&c->fs->mu, RP_LK_FS);
 		c->locked = true;
 	}
@@ -54,7 +54,7 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 	}
 	if (r->flags & REC_F_END) {
 		rp_mutex_unlock(&c->fs->mu);
-		rp_rwlock_unlock(&c->fs->apply);
+		rp_rwlock_unlock(&c->fs->follow.apply);
 		c->locked = false;
 	}
 	return 0; /* one bad record does not stop the others */
@@ -80,16 +80,16 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	else if ((rc = place_follow(fs)) < 0)
 		rp_warn("volume \"%s\": reading the placement: %s", v->name, strerror(-rc));
 	if (rc == 0) {
-		rp_rwlock_wrlock(&fs->apply, RP_LK_APPLY);
+		rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		struct rp_itable it = fs->it;
 		fs->it = tmp->it;
 		tmp->it = it;
 		fs->next_ino = tmp->next_ino;
 		fs->vol = *v;
-		fs->tail = tmp->tail;
+		fs->follow.tail = tmp->follow.tail;
 		rp_mutex_unlock(&fs->mu);
-		rp_rwlock_unlock(&fs->apply);
+		rp_rwlock_unlock(&fs->follow.apply);
 	}
 	state_free(tmp);
 	free(tmp);
@@ -101,26 +101,26 @@ void follow_set_fresh(struct rp_fs *fs)
 	/* two periods without a heartbeat: three are left before the writer
 	 * may expire us, for reads already under way to finish */
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
-	atomic_store(&fs->reader_fresh_until, fs->reader.last_renew_ms + 2ull * period);
+	atomic_store(&fs->follow.fresh_until, fs->follow.reader.last_renew_ms + 2ull * period);
 }
 
 /* Heartbeat; after an expiry, a new slot and a whole load. Runs on the
- * follow thread only: fs->reader and fs->vol are its to read. */
+ * follow thread only: fs->follow.reader and fs->vol are its to read. */
 static int follow_renew(struct rp_fs *fs, bool *reload)
 {
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
-	if (rp_boot_ms() - fs->reader.last_renew_ms < period / 2)
+	if (rp_boot_ms() - fs->follow.reader.last_renew_ms < period / 2)
 		return 0;
-	int rc = reader_renew(fs->ps, &fs->reader);
+	int rc = reader_renew(fs->ps, &fs->follow.reader);
 	if (rc == 0)
 		follow_set_fresh(fs);
 	if (rc != -ESTALE)
 		return rc;
 	rp_warn("volume \"%s\": the writer gave up waiting for this read-only mount; "
 		"loading the volume again", fs->vol.name);
-	atomic_store(&fs->reader_stale, true);
-	fs->reader.hb = 0;
-	if ((rc = reader_register(fs->ps, fs->slot, &fs->reader)) < 0)
+	atomic_store(&fs->follow.stale, true);
+	fs->follow.reader.hb = 0;
+	if ((rc = reader_register(fs->ps, fs->slot, &fs->follow.reader)) < 0)
 		return rc;
 	follow_set_fresh(fs);
 	*reload = true;
@@ -129,7 +129,7 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 
 void follow_step(struct rp_fs *fs)
 {
-	bool reload = atomic_load(&fs->reader_stale);
+	bool reload = atomic_load(&fs->follow.stale);
 	if (follow_renew(fs, &reload) < 0)
 		return; /* unreachable: reads stop by themselves (follow_fresh) */
 	struct rp_volrec v;
@@ -137,24 +137,24 @@ void follow_step(struct rp_fs *fs)
 		return;
 	place_follow(fs); /* copies the writer found stale (and came back) */
 	int rc = 0;
-	if (reload || v.epoch != fs->tail.epoch) {
+	if (reload || v.epoch != fs->follow.tail.epoch) {
 		rc = follow_reload(fs, &v);
 	} else {
 		struct follow_ctx c = { .fs = fs };
 		uint64_t n;
-		rc = log_tail_read(fs->ps, &fs->tail, follow_apply, &c, NULL, &n);
+		rc = log_tail_read(fs->ps, &fs->follow.tail, follow_apply, &c, NULL, &n);
 		if (c.locked) {
 			rp_mutex_unlock(&fs->mu);
-			rp_rwlock_unlock(&fs->apply);
+			rp_rwlock_unlock(&fs->follow.apply);
 		}
 	}
-	if (rc == 0 && reader_set_pos(fs->ps, &fs->reader, fs->tail.epoch, fs->tail.seq) == 0)
-		atomic_store(&fs->reader_stale, false);
+	if (rc == 0 && reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
+		atomic_store(&fs->follow.stale, false);
 }
 
 /* Any thread: the follow thread's fields are read only through atomics. */
 bool follow_fresh(struct rp_fs *fs)
 {
-	return !atomic_load(&fs->reader_stale) &&
-	       rp_boot_ms() < atomic_load(&fs->reader_fresh_until);
+	return !atomic_load(&fs->follow.stale) &&
+	       rp_boot_ms() < atomic_load(&fs->follow.fresh_until);
 }

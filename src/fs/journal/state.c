@@ -73,7 +73,7 @@ static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 		return 0; /* not listed: the extents on it say so, if any */
 	struct rp_pool *p = &fs->ps->pools[id];
 	bool differs = p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
-	int ri = rp_poolset_replicated(fs->ps) ? place_ring_index(&fs->place, id) : -1;
+	int ri = rp_poolset_replicated(fs->ps) ? place_ring_index(&fs->place.vol, id) : -1;
 	if (differs && ri >= 0) {
 		p->stale = true; /* said after replay, if no later record clears it */
 	} else if (differs) {
@@ -81,7 +81,7 @@ static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 		       "was formatted again, or restarted without its backing file)", id);
 		fs->missing_peer = id;
 		return -ESTALE;
-	} else if (ri >= 0 && p->stale && !(fs->place.stale & (1u << ri))) {
+	} else if (ri >= 0 && p->stale && !(fs->place.vol.stale & (1u << ri))) {
 		p->stale = false;
 	}
 	if (fs->pool_ids) {
@@ -236,7 +236,7 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	fs->missing_peer = -1;
 	uint32_t tag = vol_head_tag(fs->ps, &fs->vol.head);
 	bool head_copies = rp_poolset_replicated(fs->ps) &&
-			   place_ring_index(&fs->place, fs->vol.head.pool) >= 0;
+			   place_ring_index(&fs->place.vol, fs->vol.head.pool) >= 0;
 	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag && head_copies) {
 		/* replaced: the log's head is read from another copy */
 		fs->ps->pools[fs->vol.head.pool].stale = true;
@@ -250,13 +250,13 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	fs->pool_ids = calloc(fs->ps->n, sizeof(*fs->pool_ids));
 	if (!fs->pool_ids)
 		return -ENOMEM;
-	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records, &fs->tail);
+	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records, &fs->follow.tail);
 	if (rc == -ENODEV) {
 		/* a data extent names the peer, else the log segment it stopped at */
 		snprintf(err, errlen, "volume \"%s\" has data on peer %lld, which the cluster "
 			 "file no longer lists: put that peer back in the cluster file",
 			 fs->vol.name, fs->missing_peer >= 0 ? (long long)fs->missing_peer
-							     : (long long)fs->tail.seg.pool);
+							     : (long long)fs->follow.tail.seg.pool);
 		return rc;
 	}
 	if (rc == -ESTALE && fs->missing_peer >= 0) {
@@ -276,10 +276,10 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 		return -EUCLEAN;
 	}
 	root->parent = RP_ROOT_INO;
-	for (uint32_t i = 0; i < fs->place.nring && rp_poolset_replicated(fs->ps); i++)
-		if (fs->ps->pools[fs->place.ring[i]].stale && !(fs->place.stale & (1u << i)))
+	for (uint32_t i = 0; i < fs->place.vol.nring && rp_poolset_replicated(fs->ps); i++)
+		if (fs->ps->pools[fs->place.vol.ring[i]].stale && !(fs->place.vol.stale & (1u << i)))
 			rp_warn("peer %u holds a new pool: its copies of volume \"%s\" are gone "
-				"until 'rdmapool rebuild'", fs->place.ring[i], fs->vol.name);
+				"until 'rdmapool rebuild'", fs->place.vol.ring[i], fs->vol.name);
 	rp_info("volume \"%s\": %llu records replayed, %zu inodes, %zu log segments", fs->vol.name,
 		(unsigned long long)records, fs->it.n, segs->n);
 	return 0;

@@ -146,28 +146,28 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 	struct rp_fs *fs = arg;
 	if (fs->ro)
 		return 0;
-	/* fs->place is read under place_mu too: other writers replace it */
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	int i = place_ring_index(&fs->place, pool), rc = 0;
-	if (i < 0 || fs->place.replicas < 2) {
-		rp_mutex_unlock(&fs->place_mu);
+	/* fs->place.vol is read under place.mu too: other writers replace it */
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	int i = place_ring_index(&fs->place.vol, pool), rc = 0;
+	if (i < 0 || fs->place.vol.replicas < 2) {
+		rp_mutex_unlock(&fs->place.mu);
 		return err;
 	}
-	if (!(fs->place.stale & (1u << i)) && last_copy(&fs->place, i)) {
+	if (!(fs->place.vol.stale & (1u << i)) && last_copy(&fs->place.vol, i)) {
 		rc = err < 0 ? err : -EIO;
-		if (!(fs->place_warned & (1u << i)))
+		if (!(fs->place.warned & (1u << i)))
 			rp_err("volume \"%s\": peer %u failed (%s) and holds the last current copy "
 			       "of some blocks: writes to them fail until it is back", fs->vol.name,
 			       pool, strerror(-err));
-		fs->place_warned |= 1u << i;
-	} else if (!(fs->place.stale & (1u << i))) {
-		struct rp_volplace next = fs->place;
+		fs->place.warned |= 1u << i;
+	} else if (!(fs->place.vol.stale & (1u << i))) {
+		struct rp_volplace next = fs->place.vol;
 		next.stale |= 1u << i;
 		rc = lease_guard(fs);
 		if (rc == 0)
 			rc = place_write(fs->ps, fs->slot, &next, false);
 		if (rc == 0) {
-			fs->place = next;
+			fs->place.vol = next;
 			rp_warn("volume \"%s\": peer %u missed a write (%s): running degraded, its "
 				"copies are stale until 'rdmapool rebuild'", fs->vol.name, pool,
 				strerror(-err));
@@ -176,26 +176,26 @@ static int lost_copy(void *arg, uint32_t pool, int err)
 			       "recorded (%s)", fs->vol.name, pool, strerror(-err), strerror(-rc));
 		}
 	}
-	/* stale from now on, said under place_mu: an online rebuild that
+	/* stale from now on, said under place.mu: an online rebuild that
 	 * marks the pool current checks it under the same lock */
 	if (rc == 0)
 		fs->ps->pools[pool].stale = true;
-	rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_unlock(&fs->place.mu);
 	return rc;
 }
 
 struct rp_volplace place_snapshot(struct rp_fs *fs)
 {
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	struct rp_volplace pl = fs->place;
-	rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	struct rp_volplace pl = fs->place.vol;
+	rp_mutex_unlock(&fs->place.mu);
 	return pl;
 }
 
 int place_note_down(struct rp_fs *fs)
 {
 	int rc = 0;
-	/* a snapshot: writers' lost_copy changes fs->place under place_mu,
+	/* a snapshot: writers' lost_copy changes fs->place.vol under place.mu,
 	 * and re-checks the stale mark itself */
 	struct rp_volplace pl = place_snapshot(fs);
 	for (uint32_t i = 0; i < pl.nring && pl.replicas > 1; i++) {
@@ -221,8 +221,8 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
 	int rc = rp_poolset_set_placement(fs->ps, &p);
 	if (rc < 0)
 		return rc;
-	fs->place = *pl;
-	fs->place_installed = true;
+	fs->place.vol = *pl;
+	fs->place.installed = true;
 	for (uint32_t i = 0; i < pl->nring; i++)
 		fs->ps->pools[pl->ring[i]].stale = (pl->stale >> i) & 1;
 	return 0;
@@ -231,16 +231,16 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
 int place_follow(struct rp_fs *fs)
 {
 	struct rp_volplace pl;
-	if (!fs->place_installed || fs->place.replicas < 2)
+	if (!fs->place.installed || fs->place.vol.replicas < 2)
 		return 0;
 	int rc = place_read(fs->ps, fs->slot, &pl);
 	if (rc < 0)
 		return rc;
-	if (pl.seq == fs->place.seq || pl.nring != fs->place.nring)
+	if (pl.seq == fs->place.vol.seq || pl.nring != fs->place.vol.nring)
 		return 0;
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	fs->place = pl;
-	rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	fs->place.vol = pl;
+	rp_mutex_unlock(&fs->place.mu);
 	for (uint32_t i = 0; i < pl.nring; i++)
 		fs->ps->pools[pl.ring[i]].stale = (pl.stale >> i) & 1;
 	return 0;
@@ -248,13 +248,13 @@ int place_follow(struct rp_fs *fs)
 
 void place_uninstall(struct rp_fs *fs)
 {
-	if (!fs->place_installed)
+	if (!fs->place.installed)
 		return;
-	for (uint32_t i = 0; i < fs->place.nring; i++)
-		fs->ps->pools[fs->place.ring[i]].stale = false;
+	for (uint32_t i = 0; i < fs->place.vol.nring; i++)
+		fs->ps->pools[fs->place.vol.ring[i]].stale = false;
 	struct rp_placement none = { .replicas = 1 };
 	rp_poolset_set_placement(fs->ps, &none);
-	fs->place_installed = false;
+	fs->place.installed = false;
 }
 
 void place_describe(const struct rp_volplace *pl, char *buf, size_t len)

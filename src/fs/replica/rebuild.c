@@ -232,14 +232,14 @@ static int rebuild_pool(struct rebuild *r)
 	}
 	extvec_free(&r->claimed);
 	/* current from now on: written with the others, and readable */
-	int i = place_ring_index(&fs->place, r->pool);
-	struct rp_volplace next = fs->place;
+	int i = place_ring_index(&fs->place.vol, r->pool);
+	struct rp_volplace next = fs->place.vol;
 	next.stale &= ~(1u << i);
 	if ((rc = place_write(fs->ps, fs->slot, &next, false)) < 0)
 		return rc;
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	fs->place = next;
-	rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	fs->place.vol = next;
+	rp_mutex_unlock(&fs->place.mu);
 	p->stale = false;
 	if (fs->pool_ids) {
 		fs->pool_ids[r->pool].known = true;
@@ -364,9 +364,9 @@ int rebuild_stale(struct rp_fs *fs, uint32_t rate_mib, FILE *out, struct rp_prog
 	r.buf = malloc(COPY_CHUNK);
 	if (!r.buf)
 		return -ENOMEM;
-	for (uint32_t i = 0; rc == 0 && i < fs->place.nring; i++) {
-		r.pool = fs->place.ring[i];
-		if (!(fs->place.stale & (1u << i)))
+	for (uint32_t i = 0; rc == 0 && i < fs->place.vol.nring; i++) {
+		r.pool = fs->place.vol.ring[i];
+		if (!(fs->place.vol.stale & (1u << i)))
 			continue;
 		if (rp_pool_ensure(fs->ps, r.pool) < 0) {
 			if (out)
@@ -648,20 +648,20 @@ static int online_finish(struct rebuild *r)
 	struct rp_fs *fs = r->fs;
 	struct rp_pool *p = &fs->ps->pools[r->pool];
 	int rc;
-	rp_mutex_lock(&fs->place_mu, RP_LK_PLACE);
-	if (p->stale) { /* a write to it failed meanwhile (set under place_mu) */
-		rp_mutex_unlock(&fs->place_mu);
+	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
+	if (p->stale) { /* a write to it failed meanwhile (set under place.mu) */
+		rp_mutex_unlock(&fs->place.mu);
 		return -EIO;
 	}
-	int i = place_ring_index(&fs->place, r->pool);
-	struct rp_volplace next = fs->place;
+	int i = place_ring_index(&fs->place.vol, r->pool);
+	struct rp_volplace next = fs->place.vol;
 	next.stale &= ~(1u << i);
 	rc = lease_guard(fs);
 	if (rc == 0)
 		rc = place_write(fs->ps, fs->slot, &next, false);
 	if (rc == 0)
-		fs->place = next;
-	rp_mutex_unlock(&fs->place_mu);
+		fs->place.vol = next;
+	rp_mutex_unlock(&fs->place.mu);
 	if (rc < 0)
 		return rc;
 	p->filling = false;

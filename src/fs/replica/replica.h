@@ -51,7 +51,7 @@ int place_follow(struct rp_fs *fs);
 /* A read-write mount: record ring pools that are down (or replaced) as
  * stale now; the background thread calls it every tick. */
 int place_note_down(struct rp_fs *fs);
-/* fs->place as it is now (writers replace it under place_mu). */
+/* fs->place.vol as it is now (writers replace it under place.mu). */
 struct rp_volplace place_snapshot(struct rp_fs *fs);
 void place_describe(const struct rp_volplace *pl, char *buf, size_t len);
 

@@ -38,7 +38,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	fs->ps = ps;
 	fs->slot = -1;
 	pthread_mutex_init(&fs->mu, NULL);
-	pthread_mutex_init(&fs->place_mu, NULL);
+	pthread_mutex_init(&fs->place.mu, NULL);
 	pthread_mutex_init(&fs->bg.mu, NULL);
 	pthread_mutex_init(&fs->lease.mu, NULL);
 	pthread_mutex_init(&fs->space.ring_mu, NULL);
@@ -50,7 +50,7 @@ int fs_new(struct rp_poolset *ps, struct rp_fs **out)
 	pthread_cond_init(&fs->lease.cv, &ca);
 	pthread_cond_init(&fs->bg.cv, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_rwlock_init(&fs->apply, NULL);
+	pthread_rwlock_init(&fs->follow.apply, NULL);
 	pthread_mutex_init(&fs->bufs.mu, NULL);
 	pthread_cond_init(&fs->bufs.cv, NULL);
 	fs->bufs.size = IO_BUF_SIZE;
@@ -92,12 +92,12 @@ void fs_delete(struct rp_fs *fs)
 	prealloc_fini(fs);
 	diverged_fini(fs);
 	pthread_mutex_destroy(&fs->mu);
-	pthread_mutex_destroy(&fs->place_mu);
+	pthread_mutex_destroy(&fs->place.mu);
 	pthread_mutex_destroy(&fs->bg.mu);
 	pthread_mutex_destroy(&fs->lease.mu);
 	pthread_mutex_destroy(&fs->space.ring_mu);
 	pthread_cond_destroy(&fs->lease.cv);
-	pthread_rwlock_destroy(&fs->apply);
+	pthread_rwlock_destroy(&fs->follow.apply);
 	free(fs->held.v);
 	pthread_cond_destroy(&fs->bg.cv);
 	pthread_mutex_destroy(&fs->bufs.mu);
@@ -306,7 +306,7 @@ static void *bg_main(void *arg)
 	if (fs->commit_ms < tick)
 		tick = fs->commit_ms;
 	if (fs->ro)
-		tick = fs->follow_ms;
+		tick = fs->follow.ms;
 
 	rp_mutex_lock(&fs->bg.mu, RP_LK_BG);
 	while (!atomic_load(&fs->stop)) {
@@ -490,7 +490,7 @@ static int take_reader_slot(struct rp_fs *fs)
 	struct rp_reader_watch w;
 	memset(&w, 0, sizeof(w));
 	for (;;) {
-		int rc = reader_register(fs->ps, fs->slot, &fs->reader);
+		int rc = reader_register(fs->ps, fs->slot, &fs->follow.reader);
 		uint64_t min;
 		if (rc == 0)
 			follow_set_fresh(fs);
@@ -516,17 +516,17 @@ static int start_reader(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 				 strerror(-rc));
 		return rc;
 	}
-	fs->follow_ms = o->follow_ms ? o->follow_ms : RP_DEFAULT_FOLLOW_MS;
+	fs->follow.ms = o->follow_ms ? o->follow_ms : RP_DEFAULT_FOLLOW_MS;
 	if ((rc = vol_read(fs->ps, fs->slot, &fs->vol)) < 0) {
 		snprintf(err, errlen, "re-reading the volume: %s", strerror(-rc));
 	} else if ((rc = state_load(fs, &segs, err, errlen)) == 0 &&
-		   (rc = reader_set_pos(fs->ps, &fs->reader, fs->tail.epoch, fs->tail.seq)) < 0) {
+		   (rc = reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq)) < 0) {
 		snprintf(err, errlen, "volume \"%s\": publishing the reader position: %s",
 			 fs->vol.name, strerror(-rc));
 	}
 	extvec_free(&segs);
 	if (rc < 0)
-		reader_release(fs->ps, &fs->reader);
+		reader_release(fs->ps, &fs->follow.reader);
 	return rc;
 }
 
@@ -574,7 +574,7 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 	return 0;
 fail_started:
 	if (fs->ro) {
-		reader_release(ps, &fs->reader);
+		reader_release(ps, &fs->follow.reader);
 	} else {
 		log_discard(fs, &fs->log, false);
 		lease_stop(fs);
@@ -640,7 +640,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 			fs->vol.name, left);
 	lease_stop(fs);
 	if (fs->ro)
-		reader_release(fs->ps, &fs->reader);
+		reader_release(fs->ps, &fs->follow.reader);
 	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
 		log_discard(fs, &fs->log, false);
