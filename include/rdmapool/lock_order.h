@@ -22,7 +22,7 @@ enum rp_lock_rank {
 	/* fuse/ */
 	RP_LK_DIO_INVAL = 10, /* dio_inval.c: the invalidation queue */
 	/* fs/ */
-	RP_LK_APPLY = 20,     /* rp_fs.apply (read-only): records against data reads */
+	RP_LK_APPLY = 20,     /* rp_fs.follow.apply (read-only): records against data reads */
 	RP_LK_INODE_IO = 22,  /* rp_inode.io: data I/O against truncation */
 	RP_LK_FS = 24,        /* rp_fs.mu: namespace, inode table, log */
 	RP_LK_DIVERGED = 28,  /* rp_fs.div.mu */

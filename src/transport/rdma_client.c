@@ -186,6 +186,16 @@ static void teardown_qp(struct rdma_conn *rc_)
 	rc_->ech = NULL;
 }
 
+/* A reject without our private data that says no listener has the port:
+ * the IB CM's reason "invalid service ID" (RoCE, rxe among them) or
+ * iWARP's connection refused. Another (a full backlog, a failed accept,
+ * another protocol) is no reason to reconnect at once. */
+#define IB_CM_REJ_INVALID_SERVICE_ID 8 /* (the kernel's ib_cm_rej_reason) */
+static bool nothing_listens(int status)
+{
+	return status == IB_CM_REJ_INVALID_SERVICE_ID || status == -ECONNREFUSED;
+}
+
 /* expect_event's answer to a connect the server rejected with a challenge */
 #define CHALLENGED 1
 
@@ -213,19 +223,22 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 				 : st == -ENXIO ? "the server at that address is another peer"
 				 : st == -EPROTO || drc < 0 ? "the server speaks another protocol version"
 						 : strerror(-st));
-			return st < 0 ? st : -EPROTO;
+			/* (ECONNREFUSED only ever says that nothing listens: the
+			 * pool layer tries that again at once, anything else after
+			 * a backoff; a reject carries no proof, so none says so) */
+			return st < 0 && st != -ECONNREFUSED ? st : -EPROTO;
 		}
-		if (ev->type == RDMA_CM_EVENT_REJECTED) {
-			snprintf(err, errlen, "peer %u (%s:%u): rdma connect: %s (nothing listening?)",
+		if (ev->type == RDMA_CM_EVENT_REJECTED && nothing_listens(ev->status)) {
+			snprintf(err, errlen, "peer %u (%s:%u): rdma connect: %s (nothing listens there)",
 				 p->id, p->host, p->port, strerror(ECONNREFUSED));
 			return -ECONNREFUSED;
 		}
 		snprintf(err, errlen, "peer %u (%s:%u): rdma connect: got %s (status %d) instead of %s",
 			 p->id, p->host, p->port, rdma_event_str(ev->type), ev->status,
 			 rdma_event_str(want));
-		/* (ECONNREFUSED only when nothing listens: the pool layer
-		 * tries that again at once, anything else after a backoff) */
-		return ev->type == RDMA_CM_EVENT_UNREACHABLE ? -EHOSTUNREACH : -EPROTO;
+		if (ev->type == RDMA_CM_EVENT_UNREACHABLE)
+			return -EHOSTUNREACH;
+		return ev->status < 0 && ev->status != -ECONNREFUSED ? ev->status : -EPROTO;
 	}
 	return 0;
 }

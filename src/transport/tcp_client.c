@@ -113,8 +113,11 @@ static int check_welcome(struct rp_conn *c, const uint8_t *hello, const uint8_t 
 		/* a refusal without the server's proof is only reported as such,
 		 * and is never "fenced" (which stops a writer for good) */
 		int rc = status < 0 ? status : -EPROTO;
-		if (rc == -ESTALE && !proved)
-			rc = -EPROTO; /* (not ECONNREFUSED: that says nothing listens) */
+		/* (ECONNREFUSED only ever says that nothing listens: the pool
+		 * layer tries that again at once, anything else after a backoff) */
+		bool said = !proved && (rc == -ESTALE || rc == -ECONNREFUSED);
+		if (said)
+			rc = -EPROTO;
 		snprintf(err, errlen, "peer %u (%s:%u): refused%s: %s", c->peer.id, c->peer.host,
 			 c->peer.port, proved || rc == -EACCES ? "" : " (unproved)",
 			 rc == -EACCES ? "authentication failed (wrong cluster secret or name)"
@@ -124,7 +127,7 @@ static int check_welcome(struct rp_conn *c, const uint8_t *hello, const uint8_t 
 					  "cannot be mixed with tcp's (the server CPU's): use transport "
 					  "rdma (or auto on a machine with an RDMA device), or serve "
 					  "that pool with transport tcp"
-					: strerror(-rc));
+			 : said ? strerror(-status) : strerror(-rc));
 		return rc;
 	}
 	c->region_size = size;
@@ -149,16 +152,19 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 		return -EHOSTUNREACH;
 	}
 	rc = -EHOSTUNREACH;
+	bool refused = true; /* by every address: nothing listens (no backoff) */
 	for (ai = res; ai; ai = ai->ai_next) {
 		rc = connect_timeout(ai, c->connect_timeout_ms, &fd);
 		if (rc == 0)
 			break;
+		refused &= rc == -ECONNREFUSED;
 	}
 	freeaddrinfo(res);
 	if (rc < 0) {
 		snprintf(err, errlen, "peer %u (%s:%u): connect: %s", c->peer.id, c->peer.host,
 			 c->peer.port, strerror(-rc));
-		return rc;
+		/* (another address failed otherwise, timed out say: back off) */
+		return rc == -ECONNREFUSED && !refused ? -EHOSTUNREACH : rc;
 	}
 
 	uint8_t hello[RP_HELLO_LEN], auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN];
