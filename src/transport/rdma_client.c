@@ -189,7 +189,8 @@ static void teardown_qp(struct rdma_conn *rc_)
 /* A reject without our private data that says no listener has the port:
  * the IB CM's reason "invalid service ID" (RoCE, rxe among them) or
  * iWARP's connection refused. Another (a full backlog, a failed accept,
- * another protocol) is no reason to reconnect at once. */
+ * another protocol) is no reason to reconnect at once; iWARP reports a full
+ * backlog as refused too, which costs only the backoff's absence there. */
 #define IB_CM_REJ_INVALID_SERVICE_ID 8 /* (the kernel's ib_cm_rej_reason) */
 static bool nothing_listens(int status)
 {

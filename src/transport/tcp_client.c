@@ -152,19 +152,24 @@ static int dial(struct tcp_conn *tc, int *out, char *err, size_t errlen)
 		return -EHOSTUNREACH;
 	}
 	rc = -EHOSTUNREACH;
-	bool refused = true; /* by every address: nothing listens (no backoff) */
+	/* Nothing listens (no backoff) when an address refused and none took
+	 * long to fail: one that timed out would again. An address that fails
+	 * at once otherwise (::1 with IPv6 off) says nothing either way. */
+	bool refused = false, slow = false;
 	for (ai = res; ai; ai = ai->ai_next) {
 		rc = connect_timeout(ai, c->connect_timeout_ms, &fd);
 		if (rc == 0)
 			break;
-		refused &= rc == -ECONNREFUSED;
+		refused |= rc == -ECONNREFUSED;
+		slow |= rc == -ETIMEDOUT || rc == -EHOSTUNREACH;
 	}
 	freeaddrinfo(res);
 	if (rc < 0) {
 		snprintf(err, errlen, "peer %u (%s:%u): connect: %s", c->peer.id, c->peer.host,
 			 c->peer.port, strerror(-rc));
-		/* (another address failed otherwise, timed out say: back off) */
-		return rc == -ECONNREFUSED && !refused ? -EHOSTUNREACH : rc;
+		if (refused && !slow)
+			return -ECONNREFUSED;
+		return rc == -ECONNREFUSED ? -EHOSTUNREACH : rc;
 	}
 
 	uint8_t hello[RP_HELLO_LEN], auth[RP_AUTH_LEN], welcome[RP_WELCOME_LEN];
