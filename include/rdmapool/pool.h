@@ -105,6 +105,11 @@ struct rp_poolset {
 	 * answer (rdmapool rebuild --force) */
 	_Atomic uint64_t home_epoch;
 	bool home_force;
+	/* a read-only mount: never moves the copies' epochs (drops none,
+	 * moves past no stray); the writer decides who is in sync. When it
+	 * last said that an update of its failed on that (home.c) */
+	bool home_no_drop;
+	uint64_t home_kept_warn_ms;
 	/* to connect to a pool later (rp_pool_adopt) */
 	uint8_t secret[RP_SECRET_MAX];
 	size_t secret_len;
@@ -181,9 +186,11 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
 /* Take a pool back into use while running: connect (or reconnect) to it and
  * accept the pool its server holds now, even under another uuid (an empty
  * server in a dead one's place, for a rebuild), when its geometry is the one
- * this client computes offsets with. Registers every buffer with it.
+ * this client computes offsets with, and when expect_uuid (if not NULL) is
+ * its uuid (-ESTALE else). Registers every buffer with it.
  * 0, or a negative errno with the reason in err. */
-int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen);
+int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
+		  size_t errlen);
 
 /* Claim up to want (1..64) contiguous free blocks in one pool: at least one
  * block is claimed, fewer than want when no run that long is found nearby.

@@ -370,7 +370,8 @@ static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, si
 	return rp_conn_open(&cp, &p->conn, err, errlen);
 }
 
-int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen)
+int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
+		  size_t errlen)
 {
 	if (!rp_poolset_has(ps, pool)) {
 		snprintf(err, errlen, "peer %u is not in the cluster file", pool);
@@ -390,6 +391,11 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, char *err, size_t errlen
 			sb.peer_id != pool || memcmp(sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16))) {
 		snprintf(err, errlen, "peer %u: not a pool of this cluster under this peer id", pool);
 		rc = -EINVAL;
+	}
+	if (rc == 0 && expect_uuid && memcmp(sb.pool_uuid, expect_uuid, 16) != 0) {
+		snprintf(err, errlen, "peer %u holds another pool than the one the volume's records "
+			 "name", pool);
+		rc = -ESTALE;
 	}
 	/* offsets into it are computed with the geometry known so far */
 	if (rc == 0 && (p->sb.block_size || p->sb.nblocks) && !same_geometry(&p->sb, &sb)) {

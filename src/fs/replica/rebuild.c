@@ -689,7 +689,7 @@ static int online_pool(struct rebuild *r)
 	/* under fs->mu: adopting rewrites the pool's superblock, which replay
 	 * and commits read (extent_in_pools) from other threads */
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	int rc = rp_pool_adopt(fs->ps, r->pool, err, sizeof(err));
+	int rc = rp_pool_adopt(fs->ps, r->pool, NULL, err, sizeof(err));
 	rp_mutex_unlock(&fs->mu);
 	if (rc < 0) {
 		rp_warn("volume \"%s\": rebuild: %s", fs->vol.name, err);

@@ -805,9 +805,16 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 		}
 		/* (a table from before members were kept may have moved on
 		 * fewer than a majority: all of it) */
-		if (!v->conflict &&
-		    (v->missing.n == 0 || (known && v->top == known) ||
-		     (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered))) &&
+		bool newest = !v->conflict &&
+			      (v->missing.n == 0 || (known && v->top == known) ||
+			       (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered)));
+		/* a read-only mount reads from the top without moving it (its
+		 * writes miss the members that do not answer and fail, until
+		 * the writer drops them); strays it waits for the writer to
+		 * move past */
+		if (ps->home_no_drop && newest && !v->stray.n && v->present.n)
+			break;
+		if (!ps->home_no_drop && newest &&
 		    (!v->stray.n || rp_now_ms() - since >= ps->op_timeout_ms) &&
 		    rp_now_ms() < deadline && (drc = home_drop_missing(ps, v)) >= 0) {
 			if (drc)
@@ -902,6 +909,28 @@ static int home_drop(struct rp_poolset *ps, const bool *missed, const struct hom
 				ps->ids[k]);
 		}
 	return 0;
+}
+
+/* After a read-only mount's write that missed in-sync copies: it fails, and
+ * nothing moves. Only the writer decides that a copy is out of sync: a
+ * follower's view of a pool (its connection, its backoff, the pool it
+ * refuses as another until the writer has rebuilt it) is not the writer's,
+ * and two processes dropping copies on two views split them (seed
+ * 20261206). The copies that missed it lag in this one word until its next
+ * transition rolls them forward (copy_transition) or the writer drops them. */
+static int home_keep(struct rp_poolset *ps, const bool *missed)
+{
+	uint64_t now = rp_now_ms();
+	home_forget(ps);
+	if (now - ps->home_kept_warn_ms < 5000)
+		return -ENOLINK;
+	ps->home_kept_warn_ms = now;
+	for (size_t k = 0; k < ps->npeers; k++)
+		if (missed[k])
+			rp_warn("volume table: peer %u missed an update of this read-only mount, "
+				"which drops no copy (the writer does): the update failed",
+				ps->ids[k]);
+	return -ENOLINK;
 }
 
 /* A copy past the authority's epoch: another process moved on. -ESTALE when
@@ -1174,7 +1203,10 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 			rc = -ESTALE;
 			break;
 		}
-		if (prc < 0 && ps->pools[id].home_out) {
+		/* (a reader, which drops nothing, asks whether one that does
+		 * not answer is a member at all: one a writer dropped while it
+		 * was down is not, and misses nothing) */
+		if (prc < 0 && (ps->pools[id].home_out || ps->home_no_drop)) {
 			set_add(&unsure, id);
 			continue;
 		}
@@ -1199,7 +1231,7 @@ static int home_mirror_locked(struct rp_poolset *ps, uint32_t auth, const struct
 	if (rc == 0 && unsure.n)
 		any |= unsure_missed(ps, auth, e, &unsure, missed);
 	if (any && rc == 0)
-		rc = home_drop(ps, missed, took, e, auth);
+		rc = ps->home_no_drop ? home_keep(ps, missed) : home_drop(ps, missed, took, e, auth);
 	else if (rc == 0 && !quorum(ps, took->n)) {
 		rp_err("volume table: an update reached %u of %zu peers, no majority: failed",
 		       took->n, ps->npeers);

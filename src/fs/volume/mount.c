@@ -543,6 +543,7 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 	if ((rc = fs_new(ps, &fs)) < 0)
 		return rc;
 	fs->ro = o->readonly;
+	ps->home_no_drop = o->readonly; /* (the writer decides who is in sync) */
 	fs->commit_ms = o->commit_ms ? o->commit_ms : 1000;
 	rc = vol_find(ps, name, &fs->slot, &fs->vol);
 	if (rc < 0 && rc != -ENOENT && first_down(ps, err, errlen) < 0)

@@ -509,19 +509,36 @@ int reader_register(struct rp_poolset *ps, int slot, struct rp_reader *rd)
 	return -EUSERS;
 }
 
+static uint64_t beat_after(uint64_t hb)
+{
+	uint64_t ctr = hb & 0xffffffffu;
+	return (hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1);
+}
+
 int reader_renew(struct rp_poolset *ps, struct rp_reader *rd)
 {
-	uint64_t ctr = rd->hb & 0xffffffffu;
-	uint64_t next = (rd->hb & ~0xffffffffull) | (ctr == 0xffffffffu ? 1 : ctr + 1), old;
+	uint64_t from = rd->hb, old;
 	uint64_t sent = rp_boot_ms(); /* as in reader_register */
-	int rc = home_cas(ps, reader_off(rd->slot, rd->index, 0), rd->hb, next, &old);
-	if (rc < 0)
-		return rc;
-	if (old != rd->hb)
-		return -ESTALE; /* expired by the writer */
-	rd->hb = next;
-	rd->last_renew_ms = sent;
-	return 0;
+	for (int tries = 0; tries < 2; tries++) {
+		uint64_t next = beat_after(from);
+		int rc = home_cas(ps, reader_off(rd->slot, rd->index, 0), from, next, &old);
+		if (rc < 0)
+			return rc;
+		if (old == from) {
+			rd->hb = next;
+			rd->last_renew_ms = sent;
+			return 0;
+		}
+		/* heartbeats of ours that failed (they missed a copy of the
+		 * volume table, which a read-only mount does not drop) may have
+		 * landed on the authority all the same: a word with our id
+		 * (the writer clears it to 0, another reader has its own) is
+		 * ours to move on from */
+		if (tries || old == 0 || old >> 32 != rd->hb >> 32)
+			break;
+		from = old;
+	}
+	return -ESTALE; /* expired by the writer */
 }
 
 int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t epoch, uint64_t seq)

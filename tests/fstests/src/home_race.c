@@ -7,8 +7,10 @@
  * test's checker sees that. A racer given 'resync' also copies the area
  * onto copies out of sync now and then, as rebuild does, while the others
  * write.
- *   home_race CLUSTER run SECONDS [resync | until FILE | stall FILE]
+ *   home_race CLUSTER run SECONDS [resync | until FILE | stall FILE | reader]
  *                                           -> "ack OLD MS" and "err RC MS" lines
+ *                                              (reader: as a read-only mount,
+ *                                              which moves no epoch, fstest 088)
  *                                              (until: between a read, which
  *                                              elects, and its first update,
  *                                              a wait for FILE to exist;
@@ -267,8 +269,8 @@ int main(int argc, char **argv)
 {
 	struct rp_cluster *cl;
 	if (argc < 3 || (strcmp(argv[2], "run") == 0 && argc < 4)) {
-		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | until FILE | stall FILE] | check | strand PEER "
-				"MEMBER... | claim PEER... | tops\n");
+		fprintf(stderr, "usage: home_race CLUSTER run SECONDS [resync | until FILE | stall FILE "
+				"| reader] | check | strand PEER MEMBER... | claim PEER... | tops\n");
 		return 2;
 	}
 	/* a racer starts as a mount does, with a pool down if one is (seed
@@ -287,6 +289,7 @@ int main(int argc, char **argv)
 	 * no election first (one would move strays a step left on purpose) */
 	bool raw = strcmp(argv[2], "strand") == 0 || strcmp(argv[2], "claim") == 0 ||
 		   strcmp(argv[2], "tops") == 0;
+	ps->home_no_drop = racer && argc > 4 && strcmp(argv[4], "reader") == 0;
 	int rc = raw ? 0 : home_init(ps);
 	if (rc < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
