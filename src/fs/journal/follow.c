@@ -60,6 +60,40 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 	return 0; /* one bad record does not stop the others */
 }
 
+/* A ring pool the records now name under another uuid than the one this
+ * mount knows: the writer rebuilt a replacement there, and records the
+ * pool it holds only once it is filled and current (rebuild.c). Taken up
+ * (connected under the new uuid, if the server still holds that one) so
+ * that reads and the volume table's updates reach it again; until then it
+ * was refused as another pool, for good. Which copies may be read is the
+ * placement's to say, read after the records. Follow thread only (it
+ * alone applies records to fs->pool_ids). */
+static void follow_adopt(struct rp_fs *fs)
+{
+	struct rp_volplace pl = place_snapshot(fs);
+	for (uint32_t i = 0; i < pl.nring && fs->pool_ids && pl.replicas > 1; i++) {
+		uint32_t id = pl.ring[i];
+		struct rp_pool *p = &fs->ps->pools[id];
+		const uint8_t *uuid = fs->pool_ids[id].uuid;
+		if (!fs->pool_ids[id].known || memcmp(p->sb.pool_uuid, uuid, 16) == 0)
+			continue;
+		char err[320];
+		/* (under fs->mu, as the writer's rebuild adopts: the superblock
+		 * is read by other threads) */
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
+		int rc = rp_pool_adopt(fs->ps, id, uuid, err, sizeof(err));
+		if (rc == 0)
+			p->stale = (pl.stale >> i) & 1;
+		rp_mutex_unlock(&fs->mu);
+		if (rc < 0)
+			rp_warn("volume \"%s\": taking up the rebuilt peer %u: %s", fs->vol.name, id,
+				err);
+		else
+			rp_info("volume \"%s\": peer %u was rebuilt by the writer: read again%s",
+				fs->vol.name, id, p->stale ? " (once current)" : "");
+	}
+}
+
 /* Load the volume whole (after a checkpoint, or after being expired) into
  * a fresh namespace, then swap it in. */
 static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
@@ -71,6 +105,9 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	tmp->ps = fs->ps;
 	tmp->vol = *v;
 	tmp->ro = true;
+	/* the ring, for records naming a replaced pool (a lost copy, not a
+	 * refusal: state.c) */
+	tmp->place.vol = place_snapshot(fs);
 	struct rp_extvec segs = { 0 };
 	int rc = state_load(tmp, &segs, err, sizeof(err));
 	extvec_free(&segs);
@@ -88,8 +125,12 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		fs->next_ino = tmp->next_ino;
 		fs->vol = *v;
 		fs->follow.tail = tmp->follow.tail;
+		struct rp_pool_id *ids = fs->pool_ids;
+		fs->pool_ids = tmp->pool_ids;
+		tmp->pool_ids = ids;
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->follow.apply);
+		follow_adopt(fs);
 	}
 	state_free(tmp);
 	free(tmp);
@@ -104,20 +145,23 @@ void follow_set_fresh(struct rp_fs *fs)
 	atomic_store(&fs->follow.fresh_until, fs->follow.reader.last_renew_ms + 2ull * period);
 }
 
-/* Heartbeat; after an expiry, a new slot and a whole load. Runs on the
- * follow thread only: fs->follow.reader and fs->vol are its to read. */
+/* Heartbeat; after an expiry, a new slot and a whole load (the slot again
+ * on later steps while taking one fails: reader.hb 0). Runs on the follow
+ * thread only: fs->follow.reader and fs->vol are its to read. */
 static int follow_renew(struct rp_fs *fs, bool *reload)
 {
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
-	if (rp_boot_ms() - fs->follow.reader.last_renew_ms < period / 2)
+	bool slot = fs->follow.reader.hb != 0;
+	if (slot && rp_boot_ms() - fs->follow.reader.last_renew_ms < period / 2)
 		return 0;
-	int rc = reader_renew(fs->ps, &fs->follow.reader);
+	int rc = slot ? reader_renew(fs->ps, &fs->follow.reader) : -ESTALE;
 	if (rc == 0)
 		follow_set_fresh(fs);
 	if (rc != -ESTALE)
 		return rc;
-	rp_warn("volume \"%s\": the writer gave up waiting for this read-only mount; "
-		"loading the volume again", fs->vol.name);
+	if (slot)
+		rp_warn("volume \"%s\": the writer gave up waiting for this read-only mount; "
+			"loading the volume again", fs->vol.name);
 	atomic_store(&fs->follow.stale, true);
 	fs->follow.reader.hb = 0;
 	if ((rc = reader_register(fs->ps, fs->slot, &fs->follow.reader)) < 0)
@@ -130,8 +174,13 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 void follow_step(struct rp_fs *fs)
 {
 	bool reload = atomic_load(&fs->follow.stale);
-	if (follow_renew(fs, &reload) < 0)
-		return; /* unreachable: reads stop by themselves (follow_fresh) */
+	/* A heartbeat that failed stops reads by itself (follow_fresh); the
+	 * log is followed all the same, since what it records may be what
+	 * lets the next one land (a rebuilt replacement, follow_adopt). With
+	 * no slot there is no position to publish. */
+	int beat = follow_renew(fs, &reload);
+	if (beat < 0 && !fs->follow.reader.hb)
+		return;
 	struct rp_volrec v;
 	if (vol_read(fs->ps, fs->slot, &v) < 0)
 		return;
@@ -148,7 +197,8 @@ void follow_step(struct rp_fs *fs)
 			rp_rwlock_unlock(&fs->follow.apply);
 		}
 	}
-	if (rc == 0 && reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
+	if (rc == 0 && beat == 0 &&
+	    reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
 		atomic_store(&fs->follow.stale, false);
 }
 
