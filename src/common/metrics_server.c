@@ -2,10 +2,12 @@
  * rp_metrics_render() on a unix socket and optionally a TCP port. */
 #include "config.h"
 
+#include <rdmapool/log.h>
 #include <rdmapool/metrics.h>
 #include <rdmapool/metrics_server.h>
 #include <rdmapool/util.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -20,10 +22,12 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_PENDING 16    /* connections read at once */
 #define REQUEST_MS 2000   /* a connection's whole time to send its request */
+#define SWEEP_AGE_S 10    /* a younger socket's daemon may be between bind and listen */
 
 /* A connection whose request is still coming in: read as bytes arrive, so a
  * client that sends nothing (or a byte a second) holds only its own slot,
@@ -188,6 +192,38 @@ static void *serve(void *arg)
 
 /* ---- setting up ---- */
 
+/* Sockets left by daemons killed before they could remove theirs (kill -9,
+ * the OOM killer), in the directory of ours: each *.sock that nobody
+ * listens on (refused: a live daemon answers, or is busy) and that is older
+ * than SWEEP_AGE_S goes. Else /run/rdmapool fills with names 'rdmapool
+ * stats' cannot read, of mounts and pools that never start again. */
+static void sweep_dead(const char *dir, const char *own)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	time_t now = time(NULL);
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		struct stat st;
+		if (n < 6 || strcmp(e->d_name + n - 5, ".sock") != 0 ||
+		    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, e->d_name) >=
+			    (int)sizeof(sa.sun_path) ||
+		    strcmp(sa.sun_path, own) == 0 || lstat(sa.sun_path, &st) < 0 ||
+		    !S_ISSOCK(st.st_mode) || now - st.st_mtime < SWEEP_AGE_S)
+			continue;
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED &&
+		    unlink(sa.sun_path) == 0)
+			rp_info("metrics: removed %s, left by a process that is gone", sa.sun_path);
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+}
+
 static int listen_unix(struct rp_metrics_server *s, const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -228,6 +264,9 @@ static int listen_unix(struct rp_metrics_server *s, const char *path, char *err,
 	}
 	chmod(path, 0666); /* read-only information, as /proc/mounts */
 	strcpy(s->path, path);
+	if (slash)
+		*slash = '\0';
+	sweep_dead(slash == dir ? "/" : slash ? dir : ".", path);
 	return 0;
 }
 
