@@ -61,6 +61,7 @@ struct rp_fs {
 		bool started;      /* the background thread's: started, not joined */
 		atomic_bool busy;  /* the rebuild thread is at work */
 		uint64_t word;     /* the request it serves */
+		bool holding;      /* copying held blocks: none freed (under mu) */
 	} rebuild;
 	struct rp_pool_id {       /* by peer id: the pool uuid the volume's data is on */
 		bool known;

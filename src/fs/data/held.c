@@ -46,8 +46,8 @@ void held_release(struct rp_fs *fs)
 {
 	struct rp_heldvec *h = &fs->held;
 	uint64_t min = 0;
-	if (h->n == 0)
-		return;
+	if (h->n == 0 || fs->rebuild.holding)
+		return; /* (an online rebuild copies them: rebuild.c) */
 	/* read after the records are durable: a reader that registers later
 	 * loads a log that already has them (see reader_register) */
 	uint32_t period = fs->lease.held.period_ms ? fs->lease.held.period_ms : 1000;

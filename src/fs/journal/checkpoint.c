@@ -37,8 +37,11 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 		const struct rp_pool *p = &fs->ps->pools[id];
 		bool known = fs->pool_ids && fs->pool_ids[id].known;
 		/* a stale copy's server may hold a new, empty pool: the volume's
-		 * data is still named by the pool it was on, until rebuilt */
-		const uint8_t *uuid = known && p->stale ? fs->pool_ids[id].uuid
+		 * data is still named by the pool it was on, until rebuilt (and
+		 * filled: a read-only mount takes up the pool the records name,
+		 * follow.c, and a crash in the middle of a fill must leave the
+		 * next rebuild an empty pool, not a current one) */
+		const uint8_t *uuid = known && (p->stale || p->filling) ? fs->pool_ids[id].uuid
 				      : p->present && p->sb.magic ? p->sb.pool_uuid
 				      : known ? fs->pool_ids[id].uuid : NULL;
 		if (!uuid)

@@ -609,6 +609,36 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
 	return rc;
 }
 
+/* Blocks freed that read-only mounts may still read (held for them until
+ * they are past the freeing record, or deferred until the next flush): a
+ * reader that lags reads them from this pool once it is current, so they
+ * are copied too, after the files (one freed before its file's copy
+ * reached it is among them; one freed later was copied with its file).
+ * None goes back to the pools meanwhile, so none is reused and written
+ * under the copy. */
+static int online_copy_held(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	struct rp_extvec v = { 0 };
+	int rc = 0;
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	fs->rebuild.holding = true;
+	for (size_t i = 0; i < fs->held.n && rc == 0; i++)
+		rc = extvec_push(&v, &fs->held.v[i].e);
+	for (size_t i = 0; i < fs->deferred.n && rc == 0; i++)
+		rc = extvec_push(&v, &fs->deferred.v[i]);
+	rp_mutex_unlock(&fs->mu);
+	for (size_t i = 0; i < v.n && rc == 0; i++) {
+		rc = atomic_load(&fs->stop) ? -ECANCELED : copy_data(r, &v.v[i]);
+		throttle(r);
+	}
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	fs->rebuild.holding = false;
+	rp_mutex_unlock(&fs->mu);
+	extvec_free(&v);
+	return rc;
+}
+
 static int online_copy(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
@@ -627,6 +657,8 @@ static int online_copy(struct rebuild *r)
 			rc = online_copy_inode(r, inos.v[i].block);
 	}
 	extvec_free(&inos);
+	if (rc == 0)
+		rc = online_copy_held(r);
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	/* blocks skipped as unmapped are so for good only once the records
 	 * saying so are durable: before the pool is recorded current (a crash
