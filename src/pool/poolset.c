@@ -410,6 +410,12 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 		p->span_n = 0;
 		p->error = 0;
 		p->err[0] = 0;
+	} else if (p->conn) {
+		/* not the pool p->sb describes, or not known to be: the next
+		 * reconnect checks it again (pool_ensure), none uses it as is */
+		rp_conn_drop(p->conn);
+		if ((rc == -ESTALE || rc == -EINVAL) && !p->error)
+			p->error = -ESTALE;
 	}
 	atomic_store(&p->validating, false);
 	rp_mutex_unlock(&p->mu);

@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* lease periods of failed heartbeats before a reader gives its slot up:
+ * two stop its reads (follow_set_fresh), five expire it at the writer */
+#define GIVE_UP_PERIODS 3
+
 struct follow_ctx {
 	struct rp_fs *fs;
 	bool locked;
@@ -78,13 +82,16 @@ static void follow_adopt(struct rp_fs *fs)
 		if (!fs->pool_ids[id].known || memcmp(p->sb.pool_uuid, uuid, 16) == 0)
 			continue;
 		char err[320];
-		/* (under fs->mu, as the writer's rebuild adopts: the superblock
-		 * is read by other threads) */
+		/* (with data reads held off, as records are applied: they read
+		 * the superblock, which this rewrites; a connect's time, once
+		 * per rebuilt pool) */
+		rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		int rc = rp_pool_adopt(fs->ps, id, uuid, err, sizeof(err));
 		if (rc == 0)
 			p->stale = (pl.stale >> i) & 1;
 		rp_mutex_unlock(&fs->mu);
+		rp_rwlock_unlock(&fs->follow.apply);
 		if (rc < 0)
 			rp_warn("volume \"%s\": taking up the rebuilt peer %u: %s", fs->vol.name, id,
 				err);
@@ -157,6 +164,20 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 	int rc = slot ? reader_renew(fs->ps, &fs->follow.reader) : -ESTALE;
 	if (rc == 0)
 		follow_set_fresh(fs);
+	if (rc < 0 && rc != -ESTALE &&
+	    rp_boot_ms() - fs->follow.reader.last_renew_ms > GIVE_UP_PERIODS * period) {
+		/* Heartbeats that keep failing may still land on the authority
+		 * (one copy in sync misses them): the writer would see us alive
+		 * and wait for a position we cannot publish, holding every
+		 * free. Stop beating (it gives the slot up after its expiry
+		 * time) and take a slot anew once updates land. */
+		rp_warn("volume \"%s\": the read-only mount's heartbeats failed for %u lease "
+			"periods (%s): giving its reader slot up until the volume table takes "
+			"updates again", fs->vol.name, GIVE_UP_PERIODS, strerror(-rc));
+		fs->follow.reader.hb = 0;
+		atomic_store(&fs->follow.stale, true);
+		return rc;
+	}
 	if (rc != -ESTALE)
 		return rc;
 	if (slot)
@@ -173,16 +194,23 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 
 void follow_step(struct rp_fs *fs)
 {
-	bool reload = atomic_load(&fs->follow.stale);
+	bool reload = false;
 	/* A heartbeat that failed stops reads by itself (follow_fresh); the
-	 * log is followed all the same, since what it records may be what
-	 * lets the next one land (a rebuilt replacement, follow_adopt). With
-	 * no slot there is no position to publish. */
+	 * log is followed all the same, with a slot or without, since what it
+	 * records may be what lets the next one land (a rebuilt replacement,
+	 * follow_adopt). Only with a slot is the position published, and
+	 * only then is a stale namespace loaded afresh (from then on the
+	 * writer holds what it frees). */
 	int beat = follow_renew(fs, &reload);
-	if (beat < 0 && !fs->follow.reader.hb)
-		return;
+	bool slot = fs->follow.reader.hb != 0;
+	if (slot && atomic_load(&fs->follow.stale))
+		reload = true;
 	struct rp_volrec v;
 	if (vol_read(fs->ps, fs->slot, &v) < 0)
+		return;
+	/* (epochs only go up: an older record comes from a copy the writer
+	 * has left behind, which this mount read for a moment) */
+	if (v.epoch < fs->follow.tail.epoch)
 		return;
 	place_follow(fs); /* copies the writer found stale (and came back) */
 	int rc = 0;
@@ -197,7 +225,7 @@ void follow_step(struct rp_fs *fs)
 			rp_rwlock_unlock(&fs->follow.apply);
 		}
 	}
-	if (rc == 0 && beat == 0 &&
+	if (rc == 0 && beat == 0 && slot &&
 	    reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
 		atomic_store(&fs->follow.stale, false);
 }

@@ -573,11 +573,16 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 			continue;
 		if (now - w->changed_ms[r] >= (uint64_t)period_ms * LEASE_EXPIRY_PERIODS) {
 			/* dead: clear it (a reader that wakes up reloads) */
-			uint64_t old;
-			rp_warn("read-only mount in reader slot %d stopped answering; no longer "
-				"waiting for it", r);
-			home_cas(ps, reader_off(slot, r, 0), hb, 0, &old);
-			continue;
+			uint64_t old = hb;
+			if (home_cas(ps, reader_off(slot, r, 0), hb, 0, &old) == 0 && old == hb) {
+				rp_warn("read-only mount in reader slot %d stopped answering; no "
+					"longer waiting for it", r);
+				continue;
+			}
+			/* its heartbeat landed meanwhile, or the clearing failed:
+			 * still live, its position still counts */
+			w->hb[r] = old;
+			w->changed_ms[r] = now;
 		}
 		if (pos < *min_pos)
 			*min_pos = pos;
