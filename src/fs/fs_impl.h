@@ -134,6 +134,13 @@ struct rp_fs {
 		 * thread sets it at each heartbeat that lands, readers only
 		 * load it */
 		_Atomic uint64_t fresh_until;
+		/* the follow thread's own: heartbeats failed in a row, the
+		 * slot given up (hb 0: none), when a volume record older than
+		 * the log was first seen and when a pool was last taken up
+		 * (rp_now_ms; 0: never) */
+		uint32_t fails;
+		struct rp_reader abandoned;
+		uint64_t older_ms, adopt_ms;
 	} follow;
 	/* what metrics show (fs_metrics.c) */
 	struct {

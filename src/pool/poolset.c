@@ -410,12 +410,12 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 		p->span_n = 0;
 		p->error = 0;
 		p->err[0] = 0;
-	} else if (p->conn) {
-		/* not the pool p->sb describes, or not known to be: the next
-		 * reconnect checks it again (pool_ensure), none uses it as is */
+	} else if (p->conn && (!p->sb.magic ||
+				memcmp(rp_conn_pool_uuid(p->conn), p->sb.pool_uuid, 16) != 0)) {
+		/* connected to another pool than the one p->sb describes: not
+		 * used as is, the next use reconnects and checks it (pool_ensure
+		 * refuses it then); one to the pool p->sb describes stays */
 		rp_conn_drop(p->conn);
-		if ((rc == -ESTALE || rc == -EINVAL) && !p->error)
-			p->error = -ESTALE;
 	}
 	atomic_store(&p->validating, false);
 	rp_mutex_unlock(&p->mu);

@@ -41,8 +41,9 @@ int checkpoint_write_image(struct rp_fs *fs, struct rp_logw *w)
 		 * filled: a read-only mount takes up the pool the records name,
 		 * follow.c, and a crash in the middle of a fill must leave the
 		 * next rebuild an empty pool, not a current one) */
-		const uint8_t *uuid = known && (p->stale || p->filling) ? fs->pool_ids[id].uuid
-				      : p->present && p->sb.magic ? p->sb.pool_uuid
+		bool lost = p->stale || p->filling;
+		const uint8_t *uuid = known && lost ? fs->pool_ids[id].uuid
+				      : !lost && p->present && p->sb.magic ? p->sb.pool_uuid
 				      : known ? fs->pool_ids[id].uuid : NULL;
 		if (!uuid)
 			continue;

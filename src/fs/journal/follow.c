@@ -22,6 +22,7 @@
 /* lease periods of failed heartbeats before a reader gives its slot up:
  * two stop its reads (follow_set_fresh), five expire it at the writer */
 #define GIVE_UP_PERIODS 3
+#define ADOPT_RETRY_MS 5000 /* between tries to take a rebuilt pool up */
 
 struct follow_ctx {
 	struct rp_fs *fs;
@@ -64,51 +65,51 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 	return 0; /* one bad record does not stop the others */
 }
 
-/* A ring pool the records now name under another uuid than the one this
- * mount knows: the writer rebuilt a replacement there, and records the
- * pool it holds only once it is filled and current (rebuild.c). Taken up
- * (connected under the new uuid, if the server still holds that one) so
- * that reads and the volume table's updates reach it again; until then it
- * was refused as another pool, for good. Which copies may be read is the
- * placement's to say, read after the records. Follow thread only (it
- * alone applies records to fs->pool_ids). */
-static void follow_adopt(struct rp_fs *fs)
+/* A ring pool the records (ids) name under another uuid than the one this
+ * mount knows: the writer rebuilt a replacement there, and its records name
+ * the pool a copy holds only once it is filled and current (checkpoint.c).
+ * Taken up (connected under that uuid, if the server holds it) so that
+ * reads and the volume table's updates reach it again; until then it was
+ * refused as another pool, for good. Which copies may be read is the
+ * placement's to say, read after the records. At most once per
+ * ADOPT_RETRY_MS: it connects with data reads held off (they read the
+ * superblock, which this rewrites). Follow thread only. */
+static void follow_adopt(struct rp_fs *fs, const struct rp_pool_id *ids)
 {
+	uint64_t now = rp_now_ms();
 	struct rp_volplace pl = place_snapshot(fs);
-	for (uint32_t i = 0; i < pl.nring && fs->pool_ids && pl.replicas > 1; i++) {
+	for (uint32_t i = 0; i < pl.nring && ids && pl.replicas > 1; i++) {
 		uint32_t id = pl.ring[i];
 		struct rp_pool *p = &fs->ps->pools[id];
-		const uint8_t *uuid = fs->pool_ids[id].uuid;
-		if (!fs->pool_ids[id].known || memcmp(p->sb.pool_uuid, uuid, 16) == 0)
+		if (!ids[id].known || memcmp(p->sb.pool_uuid, ids[id].uuid, 16) == 0 ||
+		    (fs->follow.adopt_ms && now - fs->follow.adopt_ms < ADOPT_RETRY_MS))
 			continue;
+		fs->follow.adopt_ms = now;
 		char err[320];
-		/* (with data reads held off, as records are applied: they read
-		 * the superblock, which this rewrites; a connect's time, once
-		 * per rebuilt pool) */
 		rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
-		int rc = rp_pool_adopt(fs->ps, id, uuid, err, sizeof(err));
+		int rc = rp_pool_adopt(fs->ps, id, ids[id].uuid, err, sizeof(err));
 		if (rc == 0)
 			p->stale = (pl.stale >> i) & 1;
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->follow.apply);
 		if (rc < 0)
-			rp_warn("volume \"%s\": taking up the rebuilt peer %u: %s", fs->vol.name, id,
-				err);
+			rp_warn("volume \"%s\": peer %u, which the records name under another pool, "
+				"is not taken up (again in %u s): %s", fs->vol.name, id,
+				ADOPT_RETRY_MS / 1000, err);
 		else
 			rp_info("volume \"%s\": peer %u was rebuilt by the writer: read again%s",
 				fs->vol.name, id, p->stale ? " (once current)" : "");
 	}
 }
 
-/* Load the volume whole (after a checkpoint, or after being expired) into
- * a fresh namespace, then swap it in. */
-static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
+/* The volume v whole, in a namespace of its own (NULL: could not, said). */
+static struct rp_fs *follow_load(struct rp_fs *fs, const struct rp_volrec *v)
 {
 	struct rp_fs *tmp = calloc(1, sizeof(*tmp));
 	char err[256];
 	if (!tmp)
-		return -ENOMEM;
+		return NULL;
 	tmp->ps = fs->ps;
 	tmp->vol = *v;
 	tmp->ro = true;
@@ -118,10 +119,24 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	struct rp_extvec segs = { 0 };
 	int rc = state_load(tmp, &segs, err, sizeof(err));
 	extvec_free(&segs);
-	if (rc < 0)
-		rp_warn("%s", err);
+	if (rc == 0)
+		return tmp;
+	rp_warn("%s", err);
+	state_free(tmp);
+	free(tmp);
+	return NULL;
+}
+
+/* Load the volume whole (after a checkpoint, or after being expired) into
+ * a fresh namespace, then swap it in. */
+static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
+{
+	struct rp_fs *tmp = follow_load(fs, v);
+	if (!tmp)
+		return -EIO;
 	/* as in follow_apply: the placement read after the log, before the locks */
-	else if ((rc = place_follow(fs)) < 0)
+	int rc = place_follow(fs);
+	if (rc < 0)
 		rp_warn("volume \"%s\": reading the placement: %s", v->name, strerror(-rc));
 	if (rc == 0) {
 		rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
@@ -137,11 +152,34 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		tmp->pool_ids = ids;
 		rp_mutex_unlock(&fs->mu);
 		rp_rwlock_unlock(&fs->follow.apply);
-		follow_adopt(fs);
 	}
 	state_free(tmp);
 	free(tmp);
 	return rc;
+}
+
+/* Without a slot the writer holds nothing for this mount: its log may be
+ * freed and reused under a read, so nothing is applied to the namespace
+ * served. What may let a slot be taken again (the heartbeats' copy of the
+ * volume table on a pool refused as another, which the writer has rebuilt
+ * since) is looked for in a load of its own: a garbled one only names a
+ * pool no server holds. */
+static void follow_probe(struct rp_fs *fs)
+{
+	struct rp_volplace pl = place_snapshot(fs);
+	bool refused = false;
+	for (uint32_t i = 0; i < pl.nring; i++)
+		refused |= atomic_load(&fs->ps->pools[pl.ring[i]].error) == -ESTALE;
+	struct rp_volrec v;
+	if (!refused || (fs->follow.adopt_ms && rp_now_ms() - fs->follow.adopt_ms < ADOPT_RETRY_MS) ||
+	    vol_read(fs->ps, fs->slot, &v) < 0)
+		return;
+	struct rp_fs *tmp = follow_load(fs, &v);
+	if (!tmp)
+		return;
+	follow_adopt(fs, tmp->pool_ids);
+	state_free(tmp);
+	free(tmp);
 }
 
 void follow_set_fresh(struct rp_fs *fs)
@@ -150,6 +188,21 @@ void follow_set_fresh(struct rp_fs *fs)
 	 * may expire us, for reads already under way to finish */
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
 	atomic_store(&fs->follow.fresh_until, fs->follow.reader.last_renew_ms + 2ull * period);
+}
+
+/* Heartbeats that keep failing may still land on the authority (a copy in
+ * sync misses them, and a reader drops no copy): the writer would see this
+ * mount alive and hold every free for a position it cannot publish. It
+ * stops beating instead (the writer expires the slot), and takes a slot
+ * anew once updates land. */
+static void follow_give_up(struct rp_fs *fs, int rc)
+{
+	rp_warn("volume \"%s\": the read-only mount's heartbeats failed %u times in a row (%s): "
+		"giving its reader slot up until the volume table takes updates again",
+		fs->vol.name, fs->follow.fails, strerror(-rc));
+	fs->follow.abandoned = fs->follow.reader;
+	fs->follow.reader.hb = 0;
+	atomic_store(&fs->follow.stale, true);
 }
 
 /* Heartbeat; after an expiry, a new slot and a whole load (the slot again
@@ -162,20 +215,12 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 	if (slot && rp_boot_ms() - fs->follow.reader.last_renew_ms < period / 2)
 		return 0;
 	int rc = slot ? reader_renew(fs->ps, &fs->follow.reader) : -ESTALE;
+	fs->follow.fails = rc == 0 || rc == -ESTALE ? 0 : fs->follow.fails + 1;
 	if (rc == 0)
 		follow_set_fresh(fs);
-	if (rc < 0 && rc != -ESTALE &&
+	if (rc < 0 && rc != -ESTALE && fs->follow.fails >= GIVE_UP_PERIODS &&
 	    rp_boot_ms() - fs->follow.reader.last_renew_ms > GIVE_UP_PERIODS * period) {
-		/* Heartbeats that keep failing may still land on the authority
-		 * (one copy in sync misses them): the writer would see us alive
-		 * and wait for a position we cannot publish, holding every
-		 * free. Stop beating (it gives the slot up after its expiry
-		 * time) and take a slot anew once updates land. */
-		rp_warn("volume \"%s\": the read-only mount's heartbeats failed for %u lease "
-			"periods (%s): giving its reader slot up until the volume table takes "
-			"updates again", fs->vol.name, GIVE_UP_PERIODS, strerror(-rc));
-		fs->follow.reader.hb = 0;
-		atomic_store(&fs->follow.stale, true);
+		follow_give_up(fs, rc);
 		return rc;
 	}
 	if (rc != -ESTALE)
@@ -187,34 +232,51 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 	fs->follow.reader.hb = 0;
 	if ((rc = reader_register(fs->ps, fs->slot, &fs->follow.reader)) < 0)
 		return rc;
+	reader_release(fs->ps, &fs->follow.abandoned); /* (else the writer expires it) */
 	follow_set_fresh(fs);
 	*reload = true;
 	return 0;
 }
 
+/* A volume record older than the log followed: epochs only go up, so it
+ * comes from a copy the writer has left behind, read for a moment (the
+ * authority is looked at again within a second), or from a checkpoint the
+ * writer gave up after it landed. Reads stop at once (stale); the record
+ * is ignored for a lease period, and loaded if it stays. */
+static bool follow_older(struct rp_fs *fs, const struct rp_volrec *v)
+{
+	uint64_t now = rp_now_ms();
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	if (v->epoch >= fs->follow.tail.epoch) {
+		fs->follow.older_ms = 0;
+		return false;
+	}
+	atomic_store(&fs->follow.stale, true);
+	if (!fs->follow.older_ms)
+		fs->follow.older_ms = now;
+	return now - fs->follow.older_ms < period;
+}
+
 void follow_step(struct rp_fs *fs)
 {
 	bool reload = false;
-	/* A heartbeat that failed stops reads by itself (follow_fresh); the
-	 * log is followed all the same, with a slot or without, since what it
-	 * records may be what lets the next one land (a rebuilt replacement,
-	 * follow_adopt). Only with a slot is the position published, and
-	 * only then is a stale namespace loaded afresh (from then on the
-	 * writer holds what it frees). */
+	/* A heartbeat that failed stops reads by itself (follow_fresh); with a
+	 * slot the log is followed all the same (the writer holds what it
+	 * frees for our last position), since what it records may be what
+	 * lets the next one land (a rebuilt replacement, follow_adopt). */
 	int beat = follow_renew(fs, &reload);
-	bool slot = fs->follow.reader.hb != 0;
-	if (slot && atomic_load(&fs->follow.stale))
+	if (!fs->follow.reader.hb) {
+		follow_probe(fs);
+		return;
+	}
+	if (atomic_load(&fs->follow.stale))
 		reload = true;
 	struct rp_volrec v;
-	if (vol_read(fs->ps, fs->slot, &v) < 0)
-		return;
-	/* (epochs only go up: an older record comes from a copy the writer
-	 * has left behind, which this mount read for a moment) */
-	if (v.epoch < fs->follow.tail.epoch)
+	if (vol_read(fs->ps, fs->slot, &v) < 0 || follow_older(fs, &v))
 		return;
 	place_follow(fs); /* copies the writer found stale (and came back) */
 	int rc = 0;
-	if (reload || v.epoch != fs->follow.tail.epoch) {
+	if (reload || atomic_load(&fs->follow.stale) || v.epoch != fs->follow.tail.epoch) {
 		rc = follow_reload(fs, &v);
 	} else {
 		struct follow_ctx c = { .fs = fs };
@@ -225,7 +287,8 @@ void follow_step(struct rp_fs *fs)
 			rp_rwlock_unlock(&fs->follow.apply);
 		}
 	}
-	if (rc == 0 && beat == 0 && slot &&
+	follow_adopt(fs, fs->pool_ids);
+	if (rc == 0 && beat == 0 &&
 	    reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
 		atomic_store(&fs->follow.stale, false);
 }

@@ -620,17 +620,28 @@ static int online_copy_held(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
 	struct rp_extvec v = { 0 };
+	size_t from = 0; /* held only grows while none is released */
 	int rc = 0;
-	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	fs->rebuild.holding = true;
-	for (size_t i = 0; i < fs->held.n && rc == 0; i++)
-		rc = extvec_push(&v, &fs->held.v[i].e);
-	for (size_t i = 0; i < fs->deferred.n && rc == 0; i++)
-		rc = extvec_push(&v, &fs->deferred.v[i]);
-	rp_mutex_unlock(&fs->mu);
-	for (size_t i = 0; i < v.n && rc == 0; i++) {
-		rc = atomic_load(&fs->stop) ? -ECANCELED : copy_data(r, &v.v[i]);
-		throttle(r);
+	/* rounds until none was added meanwhile (a checkpoint adds the old
+	 * log's segments; deferred frees join at each flush) */
+	for (int round = 0; rc == 0 && round < 4; round++) {
+		v.n = 0;
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
+		fs->rebuild.holding = true;
+		for (size_t i = from; i < fs->held.n && rc == 0; i++)
+			rc = extvec_push(&v, &fs->held.v[i].e);
+		for (size_t i = 0; i < fs->deferred.n && rc == 0; i++)
+			rc = extvec_push(&v, &fs->deferred.v[i]);
+		from = fs->held.n;
+		rp_mutex_unlock(&fs->mu);
+		if (!v.n)
+			break;
+		for (size_t i = 0; i < v.n && rc == 0; i++) {
+			rc = atomic_load(&fs->stop) || atomic_load(&fs->lease.lost)
+				     ? -ECANCELED
+				     : copy_data(r, &v.v[i]);
+			throttle(r);
+		}
 	}
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	fs->rebuild.holding = false;

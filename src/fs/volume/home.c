@@ -810,12 +810,12 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 			       (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered)));
 		/* a read-only mount reads from the top without moving it (its
 		 * writes miss the members that do not answer and fail, until
-		 * the writer drops them), with every member answering or a
-		 * majority: knowing the epoch proves nothing for a process that
-		 * moves none (the writer may have moved on without the copies
-		 * it reaches). Strays it waits for the writer to move past. */
+		 * the writer drops them) when a majority answers: knowing the
+		 * epoch proves nothing for a process that moves none (the
+		 * writer may have moved on without the copies it reaches).
+		 * Strays it waits for the writer to move past. */
 		if (ps->home_no_drop && !v->conflict && !v->stray.n && v->present.n &&
-		    (v->missing.n == 0 || (ps->npeers >= 3 && v->recorded && quorum(ps, v->answered))))
+		    ps->npeers >= 3 && v->recorded && quorum(ps, v->answered))
 			break;
 		if (!ps->home_no_drop && newest &&
 		    (!v->stray.n || rp_now_ms() - since >= ps->op_timeout_ms) &&

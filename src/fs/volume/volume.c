@@ -579,10 +579,13 @@ int readers_scan(struct rp_poolset *ps, int slot, struct rp_reader_watch *w, uin
 					"longer waiting for it", r);
 				continue;
 			}
-			/* its heartbeat landed meanwhile, or the clearing failed:
-			 * still live, its position still counts */
-			w->hb[r] = old;
-			w->changed_ms[r] = now;
+			/* its heartbeat landed meanwhile (live again), or the
+			 * clearing failed (tried again at the next scan): its
+			 * position still counts */
+			if (old != hb) {
+				w->hb[r] = old;
+				w->changed_ms[r] = now;
+			}
 		}
 		if (pos < *min_pos)
 			*min_pos = pos;
