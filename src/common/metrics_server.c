@@ -193,13 +193,15 @@ static void *serve(void *arg)
 /* ---- setting up ---- */
 
 /* Sockets left by daemons killed before they could remove theirs (kill -9,
- * the OOM killer), in the directory of ours: each *.sock that nobody
- * listens on (refused: a live daemon answers, or is busy) and that is older
- * than SWEEP_AGE_S goes. Else /run/rdmapool fills with names 'rdmapool
- * stats' cannot read, of mounts and pools that never start again. */
+ * the OOM killer) in RP_METRICS_DIR, ours alone (a directory given is the
+ * user's, with others' sockets in it): each *.sock that nobody listens on
+ * (refused: a live daemon answers, or is busy) and that is older than
+ * SWEEP_AGE_S goes, if it is still the same file then (a daemon may have
+ * put a new one under that name meanwhile). Else /run/rdmapool fills with
+ * names of mounts and pools that never start again. */
 static void sweep_dead(const char *dir, const char *own)
 {
-	DIR *d = opendir(dir);
+	DIR *d = strcmp(dir, RP_METRICS_DIR) == 0 ? opendir(dir) : NULL;
 	struct dirent *e;
 	time_t now = time(NULL);
 	while (d && (e = readdir(d))) {
@@ -215,8 +217,10 @@ static void sweep_dead(const char *dir, const char *own)
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			break;
+		struct stat again;
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == ECONNREFUSED &&
-		    unlink(sa.sun_path) == 0)
+		    lstat(sa.sun_path, &again) == 0 && again.st_ino == st.st_ino &&
+		    again.st_dev == st.st_dev && unlink(sa.sun_path) == 0)
 			rp_info("metrics: removed %s, left by a process that is gone", sa.sun_path);
 		close(fd);
 	}
