@@ -191,6 +191,12 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
  * 0, or a negative errno with the reason in err. */
 int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
 		  size_t errlen);
+/* Whether the pool's server holds the pool with this uuid now (0, -ESTALE
+ * when another, or why it could not be asked), connecting if need be; what
+ * the client knows of the pool is left as it is, and a connection to
+ * another pool than that is not kept. For rp_pool_adopt's caller to ask
+ * before it holds up its own users for the adopt. */
+int rp_pool_holds(struct rp_poolset *ps, uint32_t pool, const uint8_t uuid[16]);
 
 /* Claim up to want (1..64) contiguous free blocks in one pool: at least one
  * block is claimed, fewer than want when no run that long is found nearby.

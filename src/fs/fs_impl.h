@@ -136,11 +136,13 @@ struct rp_fs {
 		_Atomic uint64_t fresh_until;
 		/* the follow thread's own: heartbeats failed in a row, the
 		 * slot given up (hb 0: none), when a volume record older than
-		 * the log was first seen and when a pool was last taken up
+		 * the log was first seen, when a pool was last taken up (and
+		 * which is next), when the log was last loaded to look for one
 		 * (rp_now_ms; 0: never) */
 		uint32_t fails;
 		struct rp_reader abandoned;
-		uint64_t older_ms, adopt_ms;
+		uint64_t older_ms, adopt_ms, probe_ms;
+		uint32_t adopt_turn;
 	} follow;
 	/* what metrics show (fs_metrics.c) */
 	struct {

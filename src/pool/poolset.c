@@ -370,6 +370,32 @@ static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, si
 	return rp_conn_open(&cp, &p->conn, err, errlen);
 }
 
+int rp_pool_holds(struct rp_poolset *ps, uint32_t pool, const uint8_t uuid[16])
+{
+	if (!rp_poolset_has(ps, pool))
+		return -ENODEV;
+	struct rp_pool *p = &ps->pools[pool];
+	uint8_t buf[RP_SB_SIZE];
+	struct rp_pool_sb sb;
+	char err[320];
+	rp_mutex_lock(&p->mu, RP_LK_POOL);
+	atomic_store(&p->validating, true);
+	int rc = adopt_connect(ps, p, err, sizeof(err));
+	if (rc == 0 && (rc = rp_conn_read(p->conn, 0, buf, sizeof(buf))) == 0 &&
+	    (rp_sb_decode(buf, &sb) < 0 || memcmp(sb.pool_uuid, uuid, 16) != 0 ||
+	     memcmp(sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16) != 0))
+		rc = -ESTALE;
+	/* (as in rp_pool_adopt: a connection to another pool than the one
+	 * p->sb describes is not kept where others would use it: a pool in
+	 * error they do not use, and the adopt that follows wants it) */
+	if (p->conn && (rc < 0 || !p->error) &&
+	    (!p->sb.magic || memcmp(rp_conn_pool_uuid(p->conn), p->sb.pool_uuid, 16)))
+		rp_conn_drop(p->conn);
+	atomic_store(&p->validating, false);
+	rp_mutex_unlock(&p->mu);
+	return rc;
+}
+
 int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
 		  size_t errlen)
 {

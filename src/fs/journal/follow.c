@@ -23,6 +23,7 @@
  * two stop its reads (follow_set_fresh), five expire it at the writer */
 #define GIVE_UP_PERIODS 3
 #define ADOPT_RETRY_MS 5000 /* between tries to take a rebuilt pool up */
+#define OLDER_WAIT_MS 2500  /* past two elections of the volume table's authority */
 
 struct follow_ctx {
 	struct rp_fs *fs;
@@ -52,6 +53,8 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 		c->locked = true;
 	}
 	int rc = state_apply(c->fs, r, NULL);
+	if (rc < 0)
+		atomic_store(&c->fs->follow.stale, true); /* (loaded afresh next) */
 	if (rc < 0 && !c->err) {
 		rp_err("volume \"%s\": following the log: record %llu (type %u) does not apply: %s",
 		       c->fs->vol.name, (unsigned long long)r->seq, r->type, strerror(-rc));
@@ -65,41 +68,52 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 	return 0; /* one bad record does not stop the others */
 }
 
-/* A ring pool the records (ids) name under another uuid than the one this
- * mount knows: the writer rebuilt a replacement there, and its records name
- * the pool a copy holds only once it is filled and current (checkpoint.c).
- * Taken up (connected under that uuid, if the server holds it) so that
- * reads and the volume table's updates reach it again; until then it was
- * refused as another pool, for good. Which copies may be read is the
- * placement's to say, read after the records. At most once per
- * ADOPT_RETRY_MS: it connects with data reads held off (they read the
- * superblock, which this rewrites). Follow thread only. */
+/* A pool the records (ids) name under another uuid than the one this mount
+ * knows (or knows none of: down when it mounted): with copies, the writer
+ * rebuilt a replacement there, and its records name the pool a copy holds
+ * only once it is filled and current (checkpoint.c). Taken up (connected
+ * under that uuid, if the server holds it) so that reads and the volume
+ * table's updates reach it again; until then it was refused as another
+ * pool, for good. Which copies may be read is the placement's to say, read
+ * after the records. One try per ADOPT_RETRY_MS, the pools in turn; the
+ * server is asked first, and only a pool it holds is taken up with data
+ * reads held off (they read the superblock, which that rewrites). Follow
+ * thread only. */
 static void follow_adopt(struct rp_fs *fs, const struct rp_pool_id *ids)
 {
 	uint64_t now = rp_now_ms();
-	struct rp_volplace pl = place_snapshot(fs);
-	for (uint32_t i = 0; i < pl.nring && ids && pl.replicas > 1; i++) {
-		uint32_t id = pl.ring[i];
+	size_t n = fs->ps->n;
+	if (!ids || (fs->follow.adopt_ms && now - fs->follow.adopt_ms < ADOPT_RETRY_MS))
+		return;
+	for (size_t k = 0; k < n; k++) {
+		uint32_t id = (uint32_t)((fs->follow.adopt_turn + k) % n);
 		struct rp_pool *p = &fs->ps->pools[id];
-		if (!ids[id].known || memcmp(p->sb.pool_uuid, ids[id].uuid, 16) == 0 ||
-		    (fs->follow.adopt_ms && now - fs->follow.adopt_ms < ADOPT_RETRY_MS))
+		if (!rp_poolset_has(fs->ps, id) || !ids[id].known ||
+		    memcmp(p->sb.pool_uuid, ids[id].uuid, 16) == 0)
 			continue;
 		fs->follow.adopt_ms = now;
-		char err[320];
-		rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
-		rp_mutex_lock(&fs->mu, RP_LK_FS);
-		int rc = rp_pool_adopt(fs->ps, id, ids[id].uuid, err, sizeof(err));
-		if (rc == 0)
-			p->stale = (pl.stale >> i) & 1;
-		rp_mutex_unlock(&fs->mu);
-		rp_rwlock_unlock(&fs->follow.apply);
+		fs->follow.adopt_turn = id + 1;
+		char err[320] = "";
+		int rc = rp_pool_holds(fs->ps, id, ids[id].uuid);
+		if (rc == 0) {
+			struct rp_volplace pl = place_snapshot(fs);
+			int ri = place_ring_index(&pl, id);
+			rp_rwlock_wrlock(&fs->follow.apply, RP_LK_APPLY);
+			rp_mutex_lock(&fs->mu, RP_LK_FS);
+			rc = rp_pool_adopt(fs->ps, id, ids[id].uuid, err, sizeof(err));
+			if (rc == 0 && ri >= 0 && pl.replicas > 1)
+				p->stale = (pl.stale >> ri) & 1;
+			rp_mutex_unlock(&fs->mu);
+			rp_rwlock_unlock(&fs->follow.apply);
+		}
 		if (rc < 0)
 			rp_warn("volume \"%s\": peer %u, which the records name under another pool, "
 				"is not taken up (again in %u s): %s", fs->vol.name, id,
-				ADOPT_RETRY_MS / 1000, err);
+				ADOPT_RETRY_MS / 1000, err[0] ? err : strerror(-rc));
 		else
-			rp_info("volume \"%s\": peer %u was rebuilt by the writer: read again%s",
+			rp_info("volume \"%s\": peer %u is the pool the records name: read again%s",
 				fs->vol.name, id, p->stale ? " (once current)" : "");
+		return;
 	}
 }
 
@@ -166,13 +180,16 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
  * pool no server holds. */
 static void follow_probe(struct rp_fs *fs)
 {
-	struct rp_volplace pl = place_snapshot(fs);
 	bool refused = false;
-	for (uint32_t i = 0; i < pl.nring; i++)
-		refused |= atomic_load(&fs->ps->pools[pl.ring[i]].error) == -ESTALE;
+	uint64_t now = rp_now_ms();
+	for (size_t id = 0; id < fs->ps->n; id++)
+		refused |= rp_poolset_has(fs->ps, (uint32_t)id) &&
+			   atomic_load(&fs->ps->pools[id].error) == -ESTALE;
 	struct rp_volrec v;
-	if (!refused || (fs->follow.adopt_ms && rp_now_ms() - fs->follow.adopt_ms < ADOPT_RETRY_MS) ||
-	    vol_read(fs->ps, fs->slot, &v) < 0)
+	if (!refused || (fs->follow.probe_ms && now - fs->follow.probe_ms < ADOPT_RETRY_MS))
+		return;
+	fs->follow.probe_ms = now;
+	if (vol_read(fs->ps, fs->slot, &v) < 0)
 		return;
 	struct rp_fs *tmp = follow_load(fs, &v);
 	if (!tmp)
@@ -240,21 +257,30 @@ static int follow_renew(struct rp_fs *fs, bool *reload)
 
 /* A volume record older than the log followed: epochs only go up, so it
  * comes from a copy the writer has left behind, read for a moment (the
- * authority is looked at again within a second), or from a checkpoint the
- * writer gave up after it landed. Reads stop at once (stale); the record
- * is ignored for a lease period, and loaded if it stays. */
+ * authority is elected again within a second), or from a checkpoint the
+ * writer gave up after it landed (then its old log is kept). Reads stop at
+ * once (stale); the record is ignored for OLDER_WAIT_MS, long enough for
+ * the authority to have been elected afresh, and loaded if it stays: an
+ * older log loaded from a copy left behind may have been freed. */
 static bool follow_older(struct rp_fs *fs, const struct rp_volrec *v)
 {
 	uint64_t now = rp_now_ms();
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
 	if (v->epoch >= fs->follow.tail.epoch) {
 		fs->follow.older_ms = 0;
 		return false;
 	}
 	atomic_store(&fs->follow.stale, true);
-	if (!fs->follow.older_ms)
+	if (!fs->follow.older_ms) {
 		fs->follow.older_ms = now;
-	return now - fs->follow.older_ms < period;
+		rp_warn("volume \"%s\": the volume table names epoch %llu, older than the log "
+			"followed (%llu): reads stop; loaded if it stays %u ms", fs->vol.name,
+			(unsigned long long)v->epoch, (unsigned long long)fs->follow.tail.epoch,
+			OLDER_WAIT_MS);
+		/* a position no further than its start: the writer, if it is
+		 * back there, holds what it frees from then on for us */
+		reader_set_pos(fs->ps, &fs->follow.reader, v->epoch, 0);
+	}
+	return now - fs->follow.older_ms < OLDER_WAIT_MS;
 }
 
 void follow_step(struct rp_fs *fs)
@@ -266,6 +292,7 @@ void follow_step(struct rp_fs *fs)
 	 * lets the next one land (a rebuilt replacement, follow_adopt). */
 	int beat = follow_renew(fs, &reload);
 	if (!fs->follow.reader.hb) {
+		follow_adopt(fs, fs->pool_ids);
 		follow_probe(fs);
 		return;
 	}
@@ -276,7 +303,15 @@ void follow_step(struct rp_fs *fs)
 		return;
 	place_follow(fs); /* copies the writer found stale (and came back) */
 	int rc = 0;
-	if (reload || atomic_load(&fs->follow.stale) || v.epoch != fs->follow.tail.epoch) {
+	/* (a checkpoint the writer gave up may have reused the epoch: the
+	 * head says which log it is) */
+	bool other_log = v.epoch != fs->follow.tail.epoch || v.head_tag != fs->vol.head_tag ||
+			 v.head.pool != fs->vol.head.pool || v.head.block != fs->vol.head.block;
+	if (other_log && v.epoch == fs->follow.tail.epoch)
+		rp_warn("volume \"%s\": epoch %llu has another log than the one followed (a "
+			"checkpoint the writer gave up): loading it", fs->vol.name,
+			(unsigned long long)v.epoch);
+	if (reload || atomic_load(&fs->follow.stale) || other_log) {
 		rc = follow_reload(fs, &v);
 	} else {
 		struct follow_ctx c = { .fs = fs };
@@ -286,9 +321,16 @@ void follow_step(struct rp_fs *fs)
 			rp_mutex_unlock(&fs->mu);
 			rp_rwlock_unlock(&fs->follow.apply);
 		}
+		if (rc == 0 && c.err)
+			rc = c.err; /* (stale: loaded afresh at the next step) */
 	}
 	follow_adopt(fs, fs->pool_ids);
-	if (rc == 0 && beat == 0 &&
+	/* the slot still ours: a load that outlasted the expiry could find
+	 * it given to another reader, whose position this would overwrite */
+	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	bool ours = rp_boot_ms() - fs->follow.reader.last_renew_ms <
+		    (uint64_t)(LEASE_EXPIRY_PERIODS - 1) * period;
+	if (rc == 0 && beat == 0 && ours &&
 	    reader_set_pos(fs->ps, &fs->follow.reader, fs->follow.tail.epoch, fs->follow.tail.seq) == 0)
 		atomic_store(&fs->follow.stale, false);
 }

@@ -33,6 +33,7 @@ struct rebuild {
 	struct rp_progress *pr; /* offline: the tool's progress display, and Ctrl-C */
 	struct rp_extvec claimed; /* fresh pool: what we claimed, given back if we stop */
 	bool piecewise;       /* online: the caller throttles, outside the file's lock */
+	size_t held_from;     /* online: fs->held entries not copied yet */
 	uint8_t *buf;
 };
 
@@ -615,7 +616,8 @@ static int online_copy_inode(struct rebuild *r, uint64_t ino)
  * are copied too, after the files (one freed before its file's copy
  * reached it is among them; one freed later was copied with its file).
  * None goes back to the pools meanwhile, so none is reused and written
- * under the copy. */
+ * under the copy: fs->rebuild.holding stays set until online_copy has
+ * copied, under fs->mu with the log, what joined since (r->held_from). */
 static int online_copy_held(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
@@ -634,6 +636,7 @@ static int online_copy_held(struct rebuild *r)
 			rc = extvec_push(&v, &fs->deferred.v[i]);
 		from = fs->held.n;
 		rp_mutex_unlock(&fs->mu);
+		r->held_from = from;
 		if (!v.n)
 			break;
 		for (size_t i = 0; i < v.n && rc == 0; i++) {
@@ -643,9 +646,6 @@ static int online_copy_held(struct rebuild *r)
 			throttle(r);
 		}
 	}
-	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	fs->rebuild.holding = false;
-	rp_mutex_unlock(&fs->mu);
 	extvec_free(&v);
 	return rc;
 }
@@ -676,11 +676,15 @@ static int online_copy(struct rebuild *r)
 	 * would map them again, on a pool that never got them) */
 	if (rc == 0)
 		rc = log_flush(fs, &fs->log);
-	/* the log: no flush meanwhile */
+	/* the log: no flush meanwhile; and what was freed since the held
+	 * copy's last round (the flush just made the deferred ones held) */
 	for (size_t i = 0; i < fs->log.segs.n && rc == 0; i++)
 		rc = copy_data(r, &fs->log.segs.v[i]);
 	if (rc == 0 && fs->log.have_spare) /* zeroed: the log continues there */
 		rc = copy_data(r, &fs->log.spare);
+	for (size_t i = r->held_from; i < fs->held.n && rc == 0 && fs->rebuild.holding; i++)
+		rc = copy_data(r, &fs->held.v[i].e);
+	fs->rebuild.holding = false;
 	rp_mutex_unlock(&fs->mu);
 	return rc;
 }

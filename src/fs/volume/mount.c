@@ -640,8 +640,10 @@ int rp_fs_unmount(struct rp_fs *fs)
 			"differ between copies (a peer is down); 'rdmapool fsck' names them",
 			fs->vol.name, left);
 	lease_stop(fs);
-	if (fs->ro)
+	if (fs->ro) {
 		reader_release(fs->ps, &fs->follow.reader);
+		reader_release(fs->ps, &fs->follow.abandoned); /* (a slot given up) */
+	}
 	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
 		log_discard(fs, &fs->log, false);

@@ -549,9 +549,12 @@ int reader_set_pos(struct rp_poolset *ps, const struct rp_reader *rd, uint64_t e
 
 void reader_release(struct rp_poolset *ps, struct rp_reader *rd)
 {
-	uint64_t old;
-	if (rd->hb)
-		home_cas(ps, reader_off(rd->slot, rd->index, 0), rd->hb, 0, &old);
+	uint64_t old, off = reader_off(rd->slot, rd->index, 0);
+	/* (heartbeats that failed may have landed past rd->hb: a word with
+	 * our id is ours) */
+	if (rd->hb && home_cas(ps, off, rd->hb, 0, &old) == 0 && old != rd->hb && old &&
+	    old >> 32 == rd->hb >> 32)
+		home_cas(ps, off, old, 0, &old);
 	rd->hb = 0;
 }
 
