@@ -142,7 +142,7 @@ struct rp_fs {
 		uint32_t fails;
 		struct rp_reader abandoned;
 		uint64_t older_ms, adopt_ms, probe_ms;
-		uint32_t adopt_turn;
+		uint32_t adopt_turn, adopt_wait;
 	} follow;
 	/* what metrics show (fs_metrics.c) */
 	struct {

@@ -262,9 +262,34 @@ static int32_t check(const struct tcp_listener *l, uint8_t opc, uint32_t rkey, u
  * what their own protocol keeps (an RDMA NIC gives none either). These are
  * the server's only accesses to it, each the emulated NIC's DMA; the TSan
  * build is told so by name (tests/tsan.supp). */
-static __attribute__((noinline)) int region_recv(int fd, uint8_t *p, uint32_t len)
+/* 64 KiB: a whole number of sectors at any sector-aligned offset */
+#define WRITE_CHUNK (64u << 10)
+
+static __attribute__((noinline)) void region_copy(uint8_t *p, const uint8_t *from, uint32_t len)
 {
-	return rp_read_full(fd, p, len);
+	memcpy(p, from, len);
+}
+
+/* A write's payload lands a chunk at a time, each once it has arrived
+ * whole: a write cut in the middle (a reset, a sender stopped or killed)
+ * leaves whole chunks, old or new, never a sector half of each, which a
+ * reader on another connection would take for bytes no write made (seen
+ * by the nemesis: a follower's read while the writer's connection was
+ * reset, or while the writer was stopped in the middle of a send). An RDMA
+ * NIC, which goes on when its process stops, lands a posted write whole. */
+static __attribute__((noinline)) int region_recv(int fd, uint8_t *p, uint32_t len,
+						 uint8_t chunk[WRITE_CHUNK])
+{
+	while (len) {
+		uint32_t n = len < WRITE_CHUNK ? len : WRITE_CHUNK;
+		int rc = rp_read_full(fd, chunk, n);
+		if (rc < 0)
+			return rc;
+		region_copy(p, chunk, n);
+		p += n;
+		len -= n;
+	}
+	return 0;
 }
 
 static __attribute__((noinline)) int region_send(int fd, struct iovec *iov, size_t n)
@@ -285,7 +310,8 @@ static __attribute__((noinline)) uint64_t region_faa(uint8_t *p, uint64_t add)
 	return __atomic_fetch_add((uint64_t *)p, add, __ATOMIC_SEQ_CST);
 }
 
-static int serve(struct client *cl)
+/* The requests of one connection, in order, until it ends. */
+static int serve_requests(struct client *cl, uint8_t *chunk)
 {
 	struct tcp_listener *l = cl->l;
 	uint8_t *base = l->p.base;
@@ -334,7 +360,7 @@ static int serve(struct client *cl)
 		}
 		switch (status == 0 ? opc : 0) {
 		case RP_OP_WRITE:
-			rc = region_recv(cl->fd, base + off, len);
+			rc = region_recv(cl->fd, base + off, len, chunk);
 			break;
 		case RP_OP_CAS:
 			result = region_cas(base + off, cmp, val);
@@ -366,6 +392,14 @@ static int serve(struct client *cl)
 		if (rc < 0)
 			return rc;
 	}
+}
+
+static int serve(struct client *cl)
+{
+	uint8_t *chunk = malloc(WRITE_CHUNK); /* (a write's payload, before it lands) */
+	int rc = chunk ? serve_requests(cl, chunk) : -ENOMEM;
+	free(chunk);
+	return rc;
 }
 
 int rp_tcp_serve_stream(const struct rp_serve_params *p, uint32_t rkey, int fd)

@@ -2,7 +2,8 @@
  * the same session is accepted (wire.h): nothing sent on the old one lands
  * after the new one's welcome. Deterministic: connection A (generation 1)
  * sends a write of 4 KiB of 'A' at OFFSET but only its first 100 bytes, so
- * the server is in the middle of it; connection B (generation 2, same
+ * the server is in the middle of it (another client reading the range then
+ * must see none of them); connection B (generation 2, same
  * session) is accepted, writes 4 KiB of 'B' there, then A sends the rest
  * and one more whole write. B reads the range back after A is done. Then a
  * connect of generation 1 again must be refused. Prints what it saw.
@@ -132,6 +133,20 @@ int main(int argc, char **argv)
 	rp_write_full(fa, req, sizeof(req));
 	rp_write_full(fa, a, 100); /* the server now waits for the rest */
 	usleep(200000);
+	/* another client meanwhile: a write cut in the middle (its sender
+	 * stopped, or its connection reset) shows none of its bytes (before:
+	 * the first 100, a sector half new, half old) */
+	struct ctx other = c;
+	rp_random_bytes(&other.session, sizeof(other.session));
+	int fx = connect_gen(&other, 1, &st);
+	size_t cut = 0;
+	if (fx >= 0 && read_range(fx, &other, off, got) == 0)
+		for (size_t i = 0; i < LEN; i++)
+			cut += got[i] == 'A';
+	printf("while a write is cut in the middle: %s%zu of its bytes show\n",
+	       fx < 0 ? "(no other connection) " : "", cut);
+	if (fx >= 0)
+		close(fx);
 
 	int fb = connect_gen(&c, 2, &st);
 	printf("newer connection: status %d\n", fb < 0 ? st : 0);

@@ -58,6 +58,7 @@ is "the same answer replayed is refused (EACCES)" "$(echo "$out" | sed -n 's/^re
 # defect 5: requests a client gave up on executed later, into blocks reused).
 out=$("$HELPERS/tcp_fence" "$CLUSTER" 0 16384)
 echo "$out" | sed 's/^/# /'
+is "a write cut in the middle shows none of its bytes to another client" "$(echo "$out" | sed -n 's/^while a write is cut in the middle: //p')" "0 of its bytes show"
 is "a newer connection of the same client is accepted" "$(echo "$out" | sed -n 's/^newer connection: //p')" "status 0"
 is "the old connection's late bytes do not land" "$(echo "$out" | sed -n 's/^after the old connection.s late bytes: //p')" "4096 of 4096 bytes are the newer write's"
 is "a connect older than the newest is refused (ESTALE)" "$(echo "$out" | sed -n 's/^a connect older than the newest: //p')" "status -116"

@@ -75,21 +75,25 @@ static int follow_apply(void *arg, const struct rp_rec *r)
  * under that uuid, if the server holds it) so that reads and the volume
  * table's updates reach it again; until then it was refused as another
  * pool, for good. Which copies may be read is the placement's to say, read
- * after the records. One try per ADOPT_RETRY_MS, the pools in turn; the
- * server is asked first, and only a pool it holds is taken up with data
- * reads held off (they read the superblock, which that rewrites). Follow
- * thread only. */
-static void follow_adopt(struct rp_fs *fs, const struct rp_pool_id *ids)
+ * after the records. One try per adopt_wait (ADOPT_RETRY_MS, doubled after
+ * each failure up to a minute), the pools in turn; the server is asked
+ * first (a connect timeout, in this thread: a pool down since the mount,
+ * whose pool this mount never knew, is asked only by a mount without a
+ * slot, which serves nothing), and only a pool it holds is taken up with
+ * data reads held off (they read the superblock, which that rewrites).
+ * Follow thread only. */
+static void follow_adopt(struct rp_fs *fs, const struct rp_pool_id *ids, bool slotless)
 {
 	uint64_t now = rp_now_ms();
 	size_t n = fs->ps->n;
-	if (!ids || (fs->follow.adopt_ms && now - fs->follow.adopt_ms < ADOPT_RETRY_MS))
+	uint32_t wait = fs->follow.adopt_wait ? fs->follow.adopt_wait : ADOPT_RETRY_MS;
+	if (!ids || (fs->follow.adopt_ms && now - fs->follow.adopt_ms < wait))
 		return;
 	for (size_t k = 0; k < n; k++) {
 		uint32_t id = (uint32_t)((fs->follow.adopt_turn + k) % n);
 		struct rp_pool *p = &fs->ps->pools[id];
 		if (!rp_poolset_has(fs->ps, id) || !ids[id].known ||
-		    memcmp(p->sb.pool_uuid, ids[id].uuid, 16) == 0)
+		    memcmp(p->sb.pool_uuid, ids[id].uuid, 16) == 0 || (!p->sb.magic && !slotless))
 			continue;
 		fs->follow.adopt_ms = now;
 		fs->follow.adopt_turn = id + 1;
@@ -106,10 +110,11 @@ static void follow_adopt(struct rp_fs *fs, const struct rp_pool_id *ids)
 			rp_mutex_unlock(&fs->mu);
 			rp_rwlock_unlock(&fs->follow.apply);
 		}
+		fs->follow.adopt_wait = rc < 0 ? (wait >= 30000 ? 60000 : 2 * wait) : ADOPT_RETRY_MS;
 		if (rc < 0)
 			rp_warn("volume \"%s\": peer %u, which the records name under another pool, "
 				"is not taken up (again in %u s): %s", fs->vol.name, id,
-				ADOPT_RETRY_MS / 1000, err[0] ? err : strerror(-rc));
+				fs->follow.adopt_wait / 1000, err[0] ? err : strerror(-rc));
 		else
 			rp_info("volume \"%s\": peer %u is the pool the records name: read again%s",
 				fs->vol.name, id, p->stale ? " (once current)" : "");
@@ -194,7 +199,7 @@ static void follow_probe(struct rp_fs *fs)
 	struct rp_fs *tmp = follow_load(fs, &v);
 	if (!tmp)
 		return;
-	follow_adopt(fs, tmp->pool_ids);
+	follow_adopt(fs, tmp->pool_ids, true);
 	state_free(tmp);
 	free(tmp);
 }
@@ -292,7 +297,7 @@ void follow_step(struct rp_fs *fs)
 	 * lets the next one land (a rebuilt replacement, follow_adopt). */
 	int beat = follow_renew(fs, &reload);
 	if (!fs->follow.reader.hb) {
-		follow_adopt(fs, fs->pool_ids);
+		follow_adopt(fs, fs->pool_ids, true);
 		follow_probe(fs);
 		return;
 	}
@@ -324,7 +329,7 @@ void follow_step(struct rp_fs *fs)
 		if (rc == 0 && c.err)
 			rc = c.err; /* (stale: loaded afresh at the next step) */
 	}
-	follow_adopt(fs, fs->pool_ids);
+	follow_adopt(fs, fs->pool_ids, false);
 	/* the slot still ours: a load that outlasted the expiry could find
 	 * it given to another reader, whose position this would overwrite */
 	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
