@@ -23,6 +23,11 @@ struct rp_serve_stats {
 	_Atomic uint64_t registered_bytes;  /* rdma: registered with a device */
 };
 
+/* The tcp server lands a write's payload this much at a time, each piece
+ * once it has arrived whole (a write cut in the middle leaves whole
+ * pieces): a whole number of sectors at any sector-aligned offset. */
+#define RP_TCP_WRITE_PIECE (64u << 10)
+
 struct rp_serve_params {
 	const struct rp_peer *self;
 	const char *cluster_name;

@@ -262,9 +262,6 @@ static int32_t check(const struct tcp_listener *l, uint8_t opc, uint32_t rkey, u
  * what their own protocol keeps (an RDMA NIC gives none either). These are
  * the server's only accesses to it, each the emulated NIC's DMA; the TSan
  * build is told so by name (tests/tsan.supp). */
-/* 64 KiB: a whole number of sectors at any sector-aligned offset */
-#define WRITE_CHUNK (64u << 10)
-
 static __attribute__((noinline)) void region_copy(uint8_t *p, const uint8_t *from, uint32_t len)
 {
 	memcpy(p, from, len);
@@ -278,10 +275,10 @@ static __attribute__((noinline)) void region_copy(uint8_t *p, const uint8_t *fro
  * reset, or while the writer was stopped in the middle of a send). An RDMA
  * NIC, which goes on when its process stops, lands a posted write whole. */
 static __attribute__((noinline)) int region_recv(int fd, uint8_t *p, uint32_t len,
-						 uint8_t chunk[WRITE_CHUNK])
+						 uint8_t chunk[RP_TCP_WRITE_PIECE])
 {
 	while (len) {
-		uint32_t n = len < WRITE_CHUNK ? len : WRITE_CHUNK;
+		uint32_t n = len < RP_TCP_WRITE_PIECE ? len : RP_TCP_WRITE_PIECE;
 		int rc = rp_read_full(fd, chunk, n);
 		if (rc < 0)
 			return rc;
@@ -396,7 +393,7 @@ static int serve_requests(struct client *cl, uint8_t *chunk)
 
 static int serve(struct client *cl)
 {
-	uint8_t *chunk = malloc(WRITE_CHUNK); /* (a write's payload, before it lands) */
+	uint8_t *chunk = malloc(RP_TCP_WRITE_PIECE); /* (a write's payload, before it lands) */
 	int rc = chunk ? serve_requests(cl, chunk) : -ENOMEM;
 	free(chunk);
 	return rc;

@@ -84,9 +84,10 @@ static size_t model_step(const uint8_t *in, size_t n, struct answer *a)
 	a->status = model_check(opc, rp_get_le32(in + 4), off, len);
 	if (took > n) {
 		/* a write cut short is never answered, and what arrived of it
-		 * has landed (torn, as an RDMA write broken off may be) */
+		 * has landed in whole pieces only (never a torn sector) */
+		size_t whole = (n - RP_REQ_LEN) / RP_TCP_WRITE_PIECE * RP_TCP_WRITE_PIECE;
 		if (opc == RP_OP_WRITE && a->status == 0)
-			memcpy(model + off, in + RP_REQ_LEN, n - RP_REQ_LEN);
+			memcpy(model + off, in + RP_REQ_LEN, whole);
 		return 0;
 	}
 	if (a->status == 0) {
