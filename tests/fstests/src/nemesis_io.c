@@ -1,6 +1,7 @@
 /* nemesis_io: the workload and the checker of the nemesis test (fstest 062).
  *
- *   nemesis_io run DIR ID SEED SECONDS LOG   write, truncate and read-verify
+ *   nemesis_io run DIR ID SEED SECONDS LOG   write, append, replace, truncate
+ *                                            and read-verify
  *   nemesis_io check DIR ID LOG              verify every sector against LOG
  *   nemesis_io follow DIR NW LOGPREFIX SEED SECONDS
  *                                            read writers 1..NW's files (LOGs
@@ -10,17 +11,25 @@
  * Every 512-byte sector of every write describes itself: writer, file,
  * block, sector, version, and a checksum over it all, so a read can tell a
  * byte that was never written to that place from one that was. Versions
- * count a file's operations: a block write gives its 8 sectors the next
- * one, a truncate to a sector boundary gives it to every sector it cuts
- * (their content is zeros from then on; extending again keeps them zero).
- * Before an operation LOG gets "T k b v" (write) or "t k s v" (truncate to
- * sector s), after it and its fsync returned "A k b v" or "a k s v". A
- * sector read back must then hold a write of a version between the last
- * acknowledged and the last tried one for that sector, or zeros where
- * nothing was acknowledged or a cut in that range may have taken effect.
+ * count a file's operations; an operation gives the sectors it writes or
+ * cuts the file's next one:
+ *   T k b v / A: a block write at block b;
+ *   W k s v / w: an append (O_APPEND) of a block's worth of sectors at the
+ *                end, sector s (fstat said so; one writer per file);
+ *   t k s v / a: a truncate to sector s, half the time extended again at
+ *                once (zeros from s on: issue 17's defect 2);
+ *   R k n v / r: a replace: a new file of n sectors written under a
+ *                temporary name, fsync'ed, renamed over the old one and the
+ *                directory fsync'ed (create, rename and unlink in one).
+ * The upper-case line goes to LOG before the operation, the lower-case (A
+ * for T) after it and its fsync returned. A sector read back must then hold
+ * a write of a version between the last acknowledged and the last tried
+ * one for that sector, or zeros where nothing was acknowledged or a cut in
+ * that range may have taken effect.
  * Errors from the mount under faults are allowed (counted); wrong bytes, an
- * acknowledged operation gone, a call that takes longer than BOUND_S, and a
- * run in which nothing was acknowledged (no progress) are violations.
+ * acknowledged operation gone, a size no operation made, a call that takes
+ * longer than BOUND_S, and a run in which nothing was acknowledged (no
+ * progress) are violations.
  * A follower may lag the writer by any amount, so its reads are held to
  * less: every sector zeros or a valid sector of that writer, file and place,
  * of a version the writer had tried by the time the read returned (its LOG,
@@ -33,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,7 +68,7 @@ struct cuts {
 };
 static uint64_t ver[NFILES], tried[NFILES][NSECT], acked[NFILES][NSECT];
 static struct cuts cut[NFILES][NSECT];
-static unsigned long n_writes, n_truncates, n_acked, n_reads, n_errors, n_violations;
+static unsigned long n_writes, n_appends, n_replaces, n_truncates, n_acked, n_reads, n_errors, n_violations;
 static FILE *logf;
 
 static double now_s(void)
@@ -132,19 +142,48 @@ static int cuts_push(struct cuts *c, uint64_t v)
 	return 0;
 }
 
-/* One log entry into the model: kind T/A (block x) or t/a (cut at sector x). */
+/* The sectors a log entry of this kind gives version v, [*from, *to), and
+ * of those the ones it cuts to zeros, [*cut, *to). Returns false for an
+ * entry that does not fit a file (a torn line). */
+static bool op_range(char kind, uint32_t x, uint32_t *from, uint32_t *to, uint32_t *cut)
+{
+	*from = 0;
+	*to = NSECT;
+	*cut = NSECT;
+	switch (kind) {
+	case 'T': case 'A': /* block x */
+		*from = x * SPB;
+		*to = *from + SPB;
+		break;
+	case 'W': case 'w': /* SPB sectors from sector x */
+		*from = x;
+		*to = x + SPB;
+		break;
+	case 't': case 'a': /* cut at sector x */
+		*from = *cut = x;
+		break;
+	case 'R': case 'r': /* a new file of x sectors: the rest is gone */
+		*cut = x;
+		break;
+	default:
+		return false;
+	}
+	return x <= NSECT && *from <= *to && *to <= NSECT;
+}
+
+/* One log entry into the model. */
 static int apply(char kind, uint32_t k, uint32_t x, uint64_t v)
 {
-	uint32_t from = kind == 'T' || kind == 'A' ? x * SPB : x;
-	uint32_t to = kind == 'T' || kind == 'A' ? from + SPB : NSECT;
-	if (k >= NFILES || from > NSECT || to > NSECT)
+	uint32_t from, to, cut_from;
+	bool tries = strchr("TWtR", kind) != NULL;
+	if (k >= NFILES || !op_range(kind, x, &from, &to, &cut_from))
 		return 0;
 	for (uint32_t s = from; s < to; s++) {
-		if ((kind == 'T' || kind == 't') && v > tried[k][s])
+		if (tries && v > tried[k][s])
 			tried[k][s] = v;
-		if ((kind == 'A' || kind == 'a') && v > acked[k][s])
+		if (!tries && v > acked[k][s])
 			acked[k][s] = v;
-		if (kind == 't' && cuts_push(&cut[k][s], v) < 0)
+		if (tries && s >= cut_from && cuts_push(&cut[k][s], v) < 0)
 			return -1;
 	}
 	if (v > ver[k])
@@ -267,17 +306,59 @@ static void finish_op(int fd, bool ok, double t0, const char *call, uint32_t id,
 	note(ack, k, x, v);
 }
 
+/* Sectors [s0, s0 + n) of file k at version v, into buf. */
+static void fill_sectors(uint8_t *buf, uint32_t id, uint32_t k, uint32_t s0, uint32_t n,
+			 uint64_t v)
+{
+	for (uint32_t j = 0; j < n; j++)
+		make_sector(buf + (size_t)j * SECT, id, k, (s0 + j) / SPB, (s0 + j) % SPB, v);
+}
+
 static void write_one(const char *dir, uint32_t id, uint32_t k, uint32_t b, uint8_t *buf)
 {
 	uint64_t v = ver[k] + 1;
-	for (uint32_t i = 0; i < SPB; i++)
-		make_sector(buf + (size_t)i * SECT, id, k, b, i, v);
+	fill_sectors(buf, id, k, b * SPB, SPB, v);
 	note('T', k, b, v);
 	n_writes++;
 	double t0 = now_s();
 	int fd = open_file(dir, id, k, false);
 	bool ok = fd >= 0 && pwrite(fd, buf, BLK, (off_t)b * BLK) == BLK && fsync(fd) == 0;
 	finish_op(fd, ok, t0, "write+fsync", id, 'A', k, b, v);
+}
+
+/* A block's worth of sectors appended to file k with O_APPEND, at its end
+ * as fstat tells it (one writer per file: nothing moves the end between).
+ * Every operation leaves a size that is whole sectors within FBLOCKS; any
+ * other is a violation. Returns false when the file is full (no append). */
+static bool append_one(const char *dir, uint32_t id, uint32_t k, uint8_t *buf)
+{
+	char path[4096];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/n%u.%u", dir, id, k);
+	double t0 = now_s();
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		finish_op(fd, false, t0, "fstat", id, 'w', k, 0, 0);
+		return true;
+	}
+	if (st.st_size % SECT || st.st_size > (off_t)NSECT * SECT) {
+		char d[100];
+		snprintf(d, sizeof(d), "size %lld, not whole sectors within the file's %u",
+			 (long long)st.st_size, NSECT);
+		violation("size no operation made", id, k, 0, 0, d);
+	}
+	uint32_t s0 = (uint32_t)(st.st_size / SECT);
+	if (st.st_size % SECT || s0 + SPB > NSECT) {
+		close(fd);
+		return false;
+	}
+	uint64_t v = ver[k] + 1;
+	fill_sectors(buf, id, k, s0, SPB, v);
+	note('W', k, s0, v);
+	n_appends++;
+	bool ok = write(fd, buf, BLK) == BLK && fsync(fd) == 0;
+	finish_op(fd, ok, t0, "append+fsync", id, 'w', k, s0, v);
+	return true;
 }
 
 /* Cut file k at sector s (zeros from there on), then, half the time,
@@ -296,6 +377,40 @@ static void truncate_one(const char *dir, uint32_t id, uint32_t k, uint32_t s, u
 	finish_op(fd, ok, t0, "truncate+fsync", id, 'a', k, s, v);
 }
 
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* File k replaced by a new one of n sectors at version v: written under a
+ * temporary name, fsync'ed, renamed over the old file (whose inode goes),
+ * and the directory fsync'ed, so the rename is durable too: until then a
+ * read may find the old file or the new one, whole. */
+static void replace_one(const char *dir, uint32_t id, uint32_t k, uint32_t n, uint8_t *buf)
+{
+	char tmp[4096], path[4096];
+	snprintf(tmp, sizeof(tmp), "%s/n%u.%u.new", dir, id, k);
+	snprintf(path, sizeof(path), "%s/n%u.%u", dir, id, k);
+	uint64_t v = ver[k] + 1;
+	note('R', k, n, v);
+	n_replaces++;
+	double t0 = now_s();
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	bool ok = fd >= 0;
+	for (uint32_t s = 0; ok && s < n; s += SPB) {
+		uint32_t m = n - s < SPB ? n - s : SPB;
+		fill_sectors(buf, id, k, s, m, v);
+		ok = pwrite(fd, buf, (size_t)m * SECT, (off_t)s * SECT) == (ssize_t)m * SECT;
+	}
+	ok = ok && fsync(fd) == 0 && rename(tmp, path) == 0 && fsync_dir(dir) == 0;
+	finish_op(fd, ok, t0, "replace", id, 'r', k, n, v);
+}
+
 static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 {
 	uint8_t *buf = aligned_alloc(BLK, BLK);
@@ -309,7 +424,11 @@ static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 		uint32_t k = (uint32_t)(r % NFILES), b = (uint32_t)((r >> 8) % FBLOCKS);
 		unsigned what = (unsigned)((r >> 20) % 20);
 		uint32_t cut_at = (uint32_t)((r >> 28) % (NSECT + 1));
-		if (what < 11)
+		if (what == 9 && append_one(dir, id, k, buf))
+			;
+		else if (what == 10)
+			replace_one(dir, id, k, cut_at, buf);
+		else if (what < 11)
 			write_one(dir, id, k, b, buf);
 		else if (what < 12)
 			truncate_one(dir, id, k, cut_at, (r >> 48) % 2 ? (uint32_t)NSECT : 0);
@@ -321,9 +440,10 @@ static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 	}
 	if (!n_acked)
 		violation("no progress", id, 0, 0, 0, "nothing acknowledged in the whole run");
-	printf("writer %u: %lu ops, %lu writes and %lu truncates (%lu acknowledged), %lu reads, "
-	       "%lu errors, %lu violations\n",
-	       id, ops, n_writes, n_truncates, n_acked, n_reads, n_errors, n_violations);
+	printf("writer %u: %lu ops, %lu writes, %lu appends, %lu replaces and %lu truncates "
+	       "(%lu acknowledged), %lu reads, %lu errors, %lu violations\n",
+	       id, ops, n_writes, n_appends, n_replaces, n_truncates, n_acked, n_reads, n_errors,
+	       n_violations);
 	free(buf);
 	return n_violations ? 1 : 0;
 }
@@ -394,9 +514,10 @@ static void tail_read(struct tail *t)
 		uint64_t v;
 		if (sscanf(line, " %c %u %u %" SCNu64, &kind, &k, &x, &v) != 4 || k >= NFILES)
 			continue;
-		uint32_t from = kind == 'T' ? x * SPB : kind == 't' ? x : NSECT;
-		uint32_t to = kind == 'T' ? from + SPB : NSECT;
-		for (uint32_t s = from; s < to && s < NSECT; s++)
+		uint32_t from, to, cut_from;
+		if (!strchr("TWtR", kind) || !op_range(kind, x, &from, &to, &cut_from))
+			continue;
+		for (uint32_t s = from; s < to; s++)
 			if (v > t->tried[k][s])
 				t->tried[k][s] = v;
 	}
