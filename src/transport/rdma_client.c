@@ -222,6 +222,8 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 			snprintf(err, errlen, "peer %u (%s:%u): refused: %s", p->id, p->host, p->port,
 				 st == -EACCES ? "authentication failed (wrong cluster secret or name)"
 				 : st == -ENXIO ? "the server at that address is another peer"
+				 : st == -EBUSY ? "the server has too many connects under way (a "
+						  "flood?): tried again later"
 				 : st == -EPROTO || drc < 0 ? "the server speaks another protocol version"
 						 : strerror(-st));
 			/* (ECONNREFUSED only ever says that nothing listens: the

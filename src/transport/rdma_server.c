@@ -46,6 +46,8 @@ struct rdma_listener {
 		struct ibv_mr *mr;
 	} mrs[MAX_DEVICES];
 	struct rp_rdma_challenges challenges;
+	uint64_t busy_warned_ms; /* a flood's refusals: warned of once a second */
+	unsigned long busy_refused;
 	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
 	/* holders' fences, past their connections (same): the region's, or own */
 	struct rp_fence_memo own_fences, *fences;
@@ -131,6 +133,21 @@ static void fence_older(struct rdma_listener *l, uint64_t session, uint64_t gen)
 	}
 }
 
+/* A HELLO that found no challenge entry to take (rdma_wire.h): refused,
+ * said once a second, as a flood would say it thousands of times. */
+static void refuse_busy(struct rdma_listener *l, struct rdma_cm_id *id)
+{
+	l->busy_refused++;
+	if (rp_now_ms() >= l->busy_warned_ms + 1000) {
+		rp_warn("rdma: %lu connect requests refused: every challenge entry is held by a "
+			"connect younger than %d s (a flood of connect requests?)",
+			l->busy_refused, RP_RDMA_CHALLENGE_KEEP_MS / 1000);
+		l->busy_warned_ms = rp_now_ms();
+		l->busy_refused = 0;
+	}
+	reject(id, -EBUSY, NULL);
+}
+
 static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event *ev)
 {
 	struct rdma_cm_id *id = ev->id;
@@ -141,9 +158,13 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 	if (status == 0 && (superseded(l, session, gen) ||
 			    rp_fence_memo_admit(l->fences, session, gen) < 0))
 		status = -ESTALE;
-	if (status == RP_RDMA_CHALLENGE) {
-		rp_rdma_challenge_issue(&l->challenges, &req, rp_now_ms(), challenge);
+	if (status == RP_RDMA_CHALLENGE &&
+	    (status = rp_rdma_challenge_issue(&l->challenges, &req, rp_now_ms(), challenge)) == 0) {
 		reject(id, RP_RDMA_CHALLENGE, challenge);
+		return;
+	}
+	if (status == -EBUSY) {
+		refuse_busy(l, id);
 		return;
 	}
 	if (status < 0) {

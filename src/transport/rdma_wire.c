@@ -29,11 +29,27 @@ int rp_rdma_req_decode(const uint8_t *pd, size_t len, struct rp_rdma_req *out)
 	return 0;
 }
 
-void rp_rdma_challenge_issue(struct rp_rdma_challenges *t, const struct rp_rdma_req *hello,
-			     uint64_t now_ms, uint8_t out[RP_NONCE_LEN])
+/* The entry a new challenge goes to: a free or expired one, else the
+ * oldest if it is old enough to give up; -1 if none may be taken. */
+static int challenge_slot(const struct rp_rdma_challenges *t, uint64_t now_ms)
 {
-	unsigned i = t->next;
-	t->next = (i + 1) % RP_RDMA_CHALLENGES;
+	int oldest = -1;
+	for (int i = 0; i < RP_RDMA_CHALLENGES; i++) {
+		if (!t->ch[i].live || now_ms >= t->ch[i].expires_ms)
+			return i;
+		if (oldest < 0 || t->ch[i].expires_ms < t->ch[oldest].expires_ms)
+			oldest = i;
+	}
+	uint64_t issued = t->ch[oldest].expires_ms - RP_RDMA_CHALLENGE_MS;
+	return now_ms >= issued + RP_RDMA_CHALLENGE_KEEP_MS ? oldest : -1;
+}
+
+int rp_rdma_challenge_issue(struct rp_rdma_challenges *t, const struct rp_rdma_req *hello,
+			    uint64_t now_ms, uint8_t out[RP_NONCE_LEN])
+{
+	int i = challenge_slot(t, now_ms);
+	if (i < 0)
+		return -EBUSY;
 	rp_random_bytes(t->ch[i].challenge, RP_NONCE_LEN);
 	memcpy(t->ch[i].cnonce, hello->nonce, RP_NONCE_LEN);
 	t->ch[i].session = hello->session;
@@ -41,6 +57,7 @@ void rp_rdma_challenge_issue(struct rp_rdma_challenges *t, const struct rp_rdma_
 	t->ch[i].expires_ms = now_ms + RP_RDMA_CHALLENGE_MS;
 	t->ch[i].live = true;
 	memcpy(out, t->ch[i].challenge, RP_NONCE_LEN);
+	return 0;
 }
 
 int rp_rdma_challenge_redeem(struct rp_rdma_challenges *t, const struct rp_rdma_req *auth,

@@ -14,7 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RP_RDMA_CHALLENGES 256 /* outstanding at once; the oldest is dropped */
+/* Challenges outstanding at once. Anyone may send HELLOs, so a flood must
+ * not push out a challenge a real client is answering: a challenge is kept
+ * at least RP_RDMA_CHALLENGE_KEEP_MS (a client answers within a round
+ * trip), and a HELLO that finds every entry live and younger than that is
+ * refused (-EBUSY: the client tries again after its backoff) rather than
+ * evicting one. A flood can delay new connects, not break one under way. */
+#define RP_RDMA_CHALLENGES 1024
+#define RP_RDMA_CHALLENGE_KEEP_MS 5000
 
 struct rp_rdma_req {
 	uint16_t kind;  /* RP_RDMA_HELLO or RP_RDMA_AUTH */
@@ -36,13 +43,14 @@ struct rp_rdma_challenges {
 		uint64_t expires_ms;
 		bool live;
 	} ch[RP_RDMA_CHALLENGES];
-	unsigned next;
 };
 
 /* A HELLO: a fresh challenge for it, remembered with its nonce, session
- * and generation, in out (the reject carries it). */
-void rp_rdma_challenge_issue(struct rp_rdma_challenges *t, const struct rp_rdma_req *hello,
-			     uint64_t now_ms, uint8_t out[RP_NONCE_LEN]);
+ * and generation, in out (the reject carries it), in a free or expired
+ * entry, else in place of the oldest if that is RP_RDMA_CHALLENGE_KEEP_MS
+ * old. Returns 0, or -EBUSY when every entry is live and younger. */
+int rp_rdma_challenge_issue(struct rp_rdma_challenges *t, const struct rp_rdma_req *hello,
+			    uint64_t now_ms, uint8_t out[RP_NONCE_LEN]);
 
 /* What the server checks an AUTH against. */
 struct rp_rdma_verifier {

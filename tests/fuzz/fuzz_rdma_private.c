@@ -10,9 +10,12 @@
  *   3 LEN BYTES  a reject as a client receives it
  *   4 LEN BYTES  an accept as a client receives it
  * A model written here says what each AUTH must get: accepted with its
- * HELLO's nonce, session and generation exactly once, only while its
- * challenge is among the last RP_RDMA_CHALLENGES handed out and younger
- * than RP_RDMA_CHALLENGE_MS; every decode reads only the bytes given. */
+ * HELLO's nonce, session and generation at most once, never once its
+ * challenge is RP_RDMA_CHALLENGE_MS old, and always (once) while it is
+ * younger than RP_RDMA_CHALLENGE_KEEP_MS whatever HELLOs came since (in
+ * between it may have given way to a newer one); a HELLO is refused
+ * (-EBUSY) exactly when RP_RDMA_CHALLENGES unused challenges are younger
+ * than that; every decode reads only the bytes given. */
 #include "config.h"
 #include "fuzz.h"
 #include "rdma_wire.h"
@@ -23,7 +26,7 @@
 #include <string.h>
 
 #define SELF 7
-#define MAX_ISSUED 1024
+#define MAX_ISSUED (2 * RP_RDMA_CHALLENGES)
 
 static const uint8_t secret[] = "fuzz-secret-0123456789";
 static const char cluster[] = "fuzz";
@@ -31,14 +34,21 @@ static const char cluster[] = "fuzz";
 struct issued {
 	uint8_t challenge[RP_NONCE_LEN], cnonce[RP_NONCE_LEN];
 	uint64_t session, gen, at_ms;
-	unsigned slot;
-	bool used;
+	bool used; /* answered, or seen given way: never accepted again */
 };
 
 static struct rp_rdma_challenges table;
 static struct issued issued[MAX_ISSUED];
 static unsigned nissued;
-static unsigned slot_owner[RP_RDMA_CHALLENGES]; /* issue number + 1 */
+
+/* the challenges the table must still hold */
+static unsigned kept(uint64_t now)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < nissued; i++)
+		n += !issued[i].used && now < issued[i].at_ms + RP_RDMA_CHALLENGE_KEEP_MS;
+	return n;
+}
 
 /* exactly len bytes on the heap, so ASan sees a read past them */
 static uint8_t *copy_of(const uint8_t *p, size_t len)
@@ -59,8 +69,13 @@ static void request(const uint8_t *p, size_t len, uint64_t now)
 		FUZZ_ASSERT(r.kind == RP_RDMA_HELLO || r.kind == RP_RDMA_AUTH);
 	}
 	if (rc == 0 && r.kind == RP_RDMA_HELLO && nissued < MAX_ISSUED) {
-		unsigned slot = table.next;
-		rp_rdma_challenge_issue(&table, &r, now, ch);
+		bool full = kept(now) >= RP_RDMA_CHALLENGES;
+		int got = rp_rdma_challenge_issue(&table, &r, now, ch);
+		FUZZ_ASSERT(got == (full ? -EBUSY : 0));
+		if (got < 0) {
+			free(b);
+			return;
+		}
 		struct issued *is = &issued[nissued];
 		memset(is, 0, sizeof(*is));
 		memcpy(is->challenge, ch, RP_NONCE_LEN);
@@ -68,8 +83,7 @@ static void request(const uint8_t *p, size_t len, uint64_t now)
 		is->session = rp_get_le64(b + RP_RDMA_HELLO_SESSION_OFF);
 		is->gen = rp_get_le64(b + RP_RDMA_HELLO_GEN_OFF);
 		is->at_ms = now;
-		is->slot = slot;
-		slot_owner[slot] = ++nissued;
+		nissued++;
 	} else if (rc == 0 && r.kind == RP_RDMA_AUTH) {
 		/* a nonce the fuzzer made up is no challenge of ours */
 		struct rp_rdma_verifier v = { secret, sizeof(secret), cluster, SELF };
@@ -78,7 +92,10 @@ static void request(const uint8_t *p, size_t len, uint64_t now)
 		int got = rp_rdma_challenge_redeem(&table, &r, &v, now, cn, &s, &g);
 		bool known = false;
 		for (unsigned i = 0; i < nissued; i++)
-			known |= memcmp(issued[i].challenge, r.nonce, RP_NONCE_LEN) == 0;
+			if (memcmp(issued[i].challenge, r.nonce, RP_NONCE_LEN) == 0) {
+				known = true;
+				issued[i].used |= got != -ETIME; /* tried: used up */
+			}
 		FUZZ_ASSERT(known || got == -ETIME);
 	}
 	free(b);
@@ -112,15 +129,17 @@ static void answer(unsigned k, uint8_t how, uint64_t now)
 	int got = rp_rdma_challenge_redeem(&table, &r, &v, now, cn, &s, &g);
 
 	unsigned idx = (unsigned)(is - issued);
-	bool live = !is->used && slot_owner[is->slot] == idx + 1 &&
-		    now < is->at_ms + RP_RDMA_CHALLENGE_MS;
-	int want = !live ? -ETIME : bad_mac ? -EACCES : peer != SELF ? -ENXIO : 0;
-	if (got != want) {
-		fprintf(stderr, "AUTH for challenge %u: got %d, the model says %d\n", idx, got, want);
-		FUZZ_ASSERT(got == want);
+	bool dead = is->used || now >= is->at_ms + RP_RDMA_CHALLENGE_MS;
+	bool kept_ = !dead && now < is->at_ms + RP_RDMA_CHALLENGE_KEEP_MS;
+	int right = bad_mac ? -EACCES : peer != SELF ? -ENXIO : 0;
+	/* between KEEP_MS and expiry it may have given way to a newer HELLO */
+	bool fine = dead ? got == -ETIME : kept_ ? got == right : got == right || got == -ETIME;
+	if (!fine) {
+		fprintf(stderr, "AUTH for challenge %u: got %d, the model says %d%s\n", idx, got,
+			dead ? -ETIME : right, dead || kept_ ? "" : " or -ETIME");
+		FUZZ_ASSERT(fine);
 	}
-	if (live)
-		is->used = true; /* tried once: used up, right or wrong */
+	is->used = true; /* tried once: used up, right or wrong (or seen gone) */
 	if (got == 0)
 		FUZZ_ASSERT(s == is->session && g == is->gen &&
 			    memcmp(cn, is->cnonce, RP_NONCE_LEN) == 0);
@@ -157,7 +176,6 @@ static void accept_(const uint8_t *p, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	memset(&table, 0, sizeof(table));
-	memset(slot_owner, 0, sizeof(slot_owner));
 	nissued = 0;
 	uint64_t now = 1000;
 	size_t i = 0;
