@@ -2,7 +2,7 @@
 # The tests run inside the Soft-RoCE VM, over transport "rdma" only: the
 # cluster files say "rdma", so there is no fallback to tcp, and status.sh
 # checks that every pool really is reached over rdma. Prints one TAP stream.
-#   rdma-tests.sh [all|transport|fs]
+#   rdma-tests.sh [all|transport|fs|nemesis]
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 export RP_TEST_TRANSPORT=rdma RP_TEST_HOST=10.0.0.2
@@ -60,6 +60,18 @@ if [ "$which" = all ] || [ "$which" = transport ]; then
 fi
 if [ "$which" = all ] || [ "$which" = fs ]; then
 	run_tap fstests bash "$top_srcdir/tests/fstests/check" --tap ${VM_FSTESTS:-001 011 012 016 030 035 037 041 044 049 050 074}
+fi
+# the nemesis over rdma, its network faults made with tc netem on the veth
+# pair that carries RoCE (stage2.sh): short, as everything is slow here
+if [ "$which" = all ] || [ "$which" = fs ] || [ "$which" = nemesis ]; then
+	# (NEMESIS_SEED and VM_NEMESIS_SECONDS come through the kernel's command line)
+	[ -n "${rp_nemesis_seed:-}" ] && export NEMESIS_SEED=$rp_nemesis_seed
+	run_tap nemesis env NEMESIS_NETEM_DEVS="veth0 veth1" NEMESIS_SECONDS="${rp_nemesis_secs:-20}" \
+		TEST_TIMEOUT=1200 bash "$top_srcdir/tests/fstests/check" --tap 062
+	# what it did: seed, faults by kind, each writer's and the follower's counts
+	grep -E 'nemesis seed|^(writer|follower|check)[ :]' "$RESULTS/062.full" 2>/dev/null | sed 's/^/# nemesis: /'
+	sed -n 's/^t=[0-9]* fault [0-9]*: //p' "$RESULTS/062.full" 2>/dev/null |
+		sed -E 's/[0-9]+ ms/N ms/g; s/peer [0-9]+/peer P/g' | sort | uniq -c | sed 's/^/# nemesis fault: /'
 fi
 echo "1..$n"
 [ $failed = 0 ]
