@@ -2,7 +2,10 @@
  * or are refused, a record decoded encodes back to the same bytes' meaning,
  * and applying a stream of them to an empty namespace keeps its invariants
  * (every block map sorted, disjoint and inside the pools; every freed run
- * inside the pools), whatever the records say.
+ * inside the pools), whatever the records say; then fsck's checks of the
+ * namespace run over it, as fsck runs them after a replay (a name left to
+ * an inode the records deleted once crashed them: regression input
+ * regress-fsck-name-of-deleted-inode).
  * Input: a selector byte; 0xff: one record, raw (header, checksum and
  * all); else chunks of type(1) flags(1) payload length(2, little-endian)
  * payload, each framed here with a valid header and checksum so that the
@@ -93,6 +96,17 @@ static void apply(struct rp_fs *fs, const uint8_t *buf, size_t len, struct rp_ex
 	check_state(fs, freed);
 }
 
+/* fsck's own checks over what was applied: whatever they find, they say */
+static void check_names(struct rp_fs *fs)
+{
+	static FILE *out;
+	struct rp_fsck_report rep = { 0 };
+	if (!out)
+		out = getenv("FUZZ_TRACE") ? stderr : fopen("/dev/null", "w");
+	if (out)
+		fsck_check_names(fs, "fuzz", out, &rep);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rp_pool pools[POOLS];
@@ -127,6 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		apply(fs, buf, n, &freed);
 		off += 4 + plen;
 	}
+	check_names(fs);
 out:
 	if (fs)
 		state_free(fs);

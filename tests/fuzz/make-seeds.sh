@@ -64,6 +64,14 @@ attr() { le "$1" 8; le "$2" 4; le 0 4; le 0 4; le 1 4; le "$3" 8; le 0 8; le 1 8
 	rec 3 0 11; le 1 8; le 1 2; printf a
 	rec 9 1 8; le 2 8
 } > "$C/fuzz_replay/file-lifecycle"
+# a name left to an inode the records deleted: fsck's name check crashed on it
+{
+	printf '\x00'
+	rec 1 0 84; attr 1 $((0040755)) 0
+	rec 1 0 84; attr 2 $((0100644)) 0
+	rec 2 0 19; le 1 8; le 2 8; le 1 2; printf a
+	rec 9 1 8; le 2 8
+} > "$C/fuzz_replay/regress-fsck-name-of-deleted-inode"
 {
 	printf '\x00'
 	rec 1 0 84; attr 1 $((0040755)) 0

@@ -242,6 +242,12 @@ static void check_links(struct fsck *f, struct rp_fs *fs)
 		}
 }
 
+void fsck_check_names(struct rp_fs *fs, const char *vol, FILE *out, struct rp_fsck_report *rep)
+{
+	struct fsck f = { .out = out, .rep = rep, .vol = vol };
+	check_links(&f, fs);
+}
+
 static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 {
 	struct fsck *f = arg;
