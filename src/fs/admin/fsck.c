@@ -41,6 +41,7 @@ struct fsck {
 	int nleases;
 	uint64_t seen; /* slots take_lease went through (held, or counted live) */
 	uint64_t held; /* slots whose lease it holds: their copies may be mended */
+	bool *fenced;  /* per pool: took every held lease's fence (refence) */
 	int slot;      /* of the volume being checked */
 };
 
@@ -346,6 +347,31 @@ static int read_bitmaps(struct fsck *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* Before leaks are freed: the connections carry one lease's fence tag, the
+ * last taken, so a pool that was down (or restarted empty of connections)
+ * when another volume's lease was taken has not seen that one's, and its
+ * old holder could still write blocks freed here. Every lease's fence is
+ * set again on every pool connected now, which each pool remembers
+ * (rdmapool(7), Fencing), and leaks are freed only on pools that were
+ * connected throughout (a pool down is not reconnected in between).
+ * -ENOLCK when a pool knows a newer holder of one of the volumes. */
+static int refence(struct fsck *f)
+{
+	struct rp_poolset *ps = f->ps;
+	if (!(f->fenced = calloc(ps->n, sizeof(*f->fenced))))
+		return -ENOMEM;
+	for (size_t p = 0; p < ps->n; p++)
+		f->fenced[p] = ps->pools[p].present && rp_pool_connected(ps, (uint32_t)p);
+	for (int i = 0; i < f->nleases; i++) {
+		int rc = lease_fence_pools(ps, &f->leases[i]);
+		if (rc < 0)
+			return rc;
+	}
+	for (size_t p = 0; p < ps->n; p++)
+		f->fenced[p] = f->fenced[p] && rp_pool_connected(ps, (uint32_t)p);
+	return 0;
+}
+
 /* Blocks marked allocated that nothing references; freed with repair.
  * Stopping (Ctrl-C) leaves the runs freed so far freed, the rest leaked. */
 static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
@@ -369,9 +395,14 @@ static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
 			       (f->bitmap[p][b / 64] >> (b % 64) & 1) && !(f->refs[p][b / 64] >> (b % 64) & 1))
 				b++;
 			rep->leaked += b - s;
+			bool free_here = repair && f->fenced[p];
 			fprintf(f->out, "peer %u: blocks %llu..%llu are allocated but unreferenced%s\n", p,
-				(unsigned long long)s, (unsigned long long)(b - 1), repair ? ": freed" : "");
-			if (!repair)
+				(unsigned long long)s, (unsigned long long)(b - 1),
+				free_here ? ": freed"
+				: repair  ? ": not freed (the pool was not connected when the leases' "
+					    "fences were set again)"
+					  : "");
+			if (!free_here)
 				continue;
 			if (rp_progress_stopped(f->pr))
 				return -EINTR;
@@ -464,6 +495,9 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 			 "their blocks would be taken for leaks", f.unread_volumes);
 		rc = -EUCLEAN;
 	}
+	if (repair && rc == 0 && (rc = refence(&f)) < 0)
+		snprintf(err, errlen, "setting the leases' fences again before freeing leaks: %s%s",
+			 strerror(-rc), rc == -ENOLCK ? " (a newer holder: nothing freed)" : "");
 	int lrc = find_leaks(&f, repair && rc == 0, err, errlen);
 	if (lrc == -EINTR)
 		snprintf(err, errlen, "interrupted: %llu leaked blocks freed, the rest left as they were",
@@ -473,6 +507,7 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 	check_counts(&f, repair && rc == 0);
 out:
 	release_leases(&f);
+	free(f.fenced);
 	for (size_t i = 0; f.refs && i < ps->n; i++)
 		free(f.refs[i]);
 	for (size_t i = 0; f.bitmap && i < ps->n; i++)

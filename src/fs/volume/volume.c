@@ -275,6 +275,11 @@ static int lease_wait(struct rp_poolset *ps, int slot, uint64_t *v, uint32_t per
 	}
 }
 
+int lease_fence_pools(struct rp_poolset *ps, const struct rp_lease *l)
+{
+	return rp_poolset_fence(ps, FENCE_SESSION | (uint64_t)l->slot, l->epoch);
+}
+
 int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const char *holder,
 		  struct rp_lease *l, char *err, size_t errlen)
 {
@@ -337,7 +342,7 @@ int lease_acquire(struct rp_poolset *ps, int slot, uint32_t period_ms, const cha
 	}
 	/* and the pools cut every older holder's connections before we read
 	 * or write anything there (rdmapool(7), "Fencing") */
-	if (rp_poolset_fence(ps, FENCE_SESSION | (uint64_t)slot, l->epoch) == -ENOLCK) {
+	if (lease_fence_pools(ps, l) == -ENOLCK) {
 		snprintf(err, errlen, "a pool refuses writer epoch %llu: a holder with a newer "
 			 "epoch has connected to it, yet the volume table's fence word says "
 			 "this one is the newest (see rdmapool(7), BUGS)",

@@ -98,6 +98,11 @@ struct rp_lease {
 	 * each checkpoint, which the lease thread never takes */
 	char vol_name[RP_VOLUME_NAME_MAX + 1];
 };
+/* The holder's fence set (again) in every pool connected now: each cuts the
+ * connections of the volume's holders with older epochs and remembers this
+ * one (rdmapool(7), Fencing); the connections are tagged with it from now
+ * on. -ENOLCK: a pool knows a newer holder. */
+int lease_fence_pools(struct rp_poolset *ps, const struct rp_lease *l);
 /* Take the volume's lease; a live holder gives -EBUSY with its name in err,
  * a holder silent for the expiry time is taken over, one whose word is
  * l->dead at once. */
