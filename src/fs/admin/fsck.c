@@ -52,7 +52,7 @@ static int take_lease(void *arg, int slot, const struct rp_volrec *vol)
 	struct rp_lease *l = &f->leases[f->nleases];
 	memset(l, 0, sizeof(*l));
 	f->seen |= 1ull << slot;
-	int rc = lease_acquire(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000,
+	int rc = lease_acquire(f->ps, slot, vol_lease_period(vol),
 			       "rdmapool fsck --repair", l, err, sizeof(err));
 	if (rc == -EBUSY) {
 		fprintf(f->out, "volume \"%s\": %s\n", vol->name, err);
@@ -266,7 +266,7 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 	/* --repair holds the leases (take_lease counted the live ones); a
 	 * volume made since then is not held: it counts as live */
 	int live = f->repair ? !(f->seen >> slot & 1)
-			     : lease_probe(f->ps, slot, vol->lease_ms ? vol->lease_ms : 1000, holder,
+			     : lease_probe(f->ps, slot, vol_lease_period(vol), holder,
 					   sizeof(holder));
 	if (f->repair && live)
 		snprintf(holder, sizeof(holder), "a mount that began during the repair");

@@ -160,7 +160,7 @@ int rp_fs_rmvol(struct rp_poolset *ps, const char *name, uint64_t *freed, char *
 			 strerror(-rc));
 		return rc;
 	}
-	uint32_t period = vol.lease_ms ? vol.lease_ms : 1000;
+	uint32_t period = vol_lease_period(&vol);
 	/* the lease keeps a read-write mount out while we work (and waits
 	 * out one that died) */
 	if ((rc = lease_acquire(ps, slot, period, "rdmapool rmvol", &lease, err, errlen)) < 0) {

@@ -208,7 +208,7 @@ void follow_set_fresh(struct rp_fs *fs)
 {
 	/* two periods without a heartbeat: three are left before the writer
 	 * may expire us, for reads already under way to finish */
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	uint32_t period = vol_lease_period(&fs->vol);
 	atomic_store(&fs->follow.fresh_until, fs->follow.reader.last_renew_ms + 2ull * period);
 }
 
@@ -232,7 +232,7 @@ static void follow_give_up(struct rp_fs *fs, int rc)
  * thread only: fs->follow.reader and fs->vol are its to read. */
 static int follow_renew(struct rp_fs *fs, bool *reload)
 {
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	uint32_t period = vol_lease_period(&fs->vol);
 	bool slot = fs->follow.reader.hb != 0;
 	if (slot && rp_boot_ms() - fs->follow.reader.last_renew_ms < period / 2)
 		return 0;
@@ -332,7 +332,7 @@ void follow_step(struct rp_fs *fs)
 	follow_adopt(fs, fs->pool_ids, false);
 	/* the slot still ours: a load that outlasted the expiry could find
 	 * it given to another reader, whose position this would overwrite */
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	uint32_t period = vol_lease_period(&fs->vol);
 	bool ours = rp_boot_ms() - fs->follow.reader.last_renew_ms <
 		    (uint64_t)(LEASE_EXPIRY_PERIODS - 1) * period;
 	if (rc == 0 && beat == 0 && ours &&

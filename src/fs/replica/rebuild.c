@@ -506,7 +506,7 @@ int rp_fs_rebuild(struct rp_poolset *ps, const char *volume, uint32_t rate_mib, 
 		return rc;
 	}
 	/* a live holder resyncs the volume table's copies itself (home.c) */
-	if (lease_probe(ps, slot, vol.lease_ms ? vol.lease_ms : 1000, holder, sizeof(holder)) > 0)
+	if (lease_probe(ps, slot, vol_lease_period(&vol), holder, sizeof(holder)) > 0)
 		return rebuild_by_holder(ps, slot, holder, rate_mib, out, pr, err, errlen);
 	if ((rc = home_resync(ps, out)) < 0) {
 		snprintf(err, errlen, "bringing the volume table's copies in sync: %s", strerror(-rc));

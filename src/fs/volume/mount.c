@@ -182,7 +182,7 @@ static int replace_existing(struct rp_poolset *ps, int slot, const struct rp_vol
 			    struct rp_lease *lease, char *err, size_t errlen)
 {
 	struct rp_fs *old;
-	int rc = lease_acquire(ps, slot, existing->lease_ms ? existing->lease_ms : 1000,
+	int rc = lease_acquire(ps, slot, vol_lease_period(existing),
 			       "rdmapool mkfs --force", lease, err, errlen);
 	if (rc < 0) {
 		if (rc != -EBUSY)
@@ -394,7 +394,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 	if (!o->holder)
 		default_holder(holder, sizeof(holder));
 	fs->lease.held.dead = o->dead_lease;
-	rc = lease_acquire(fs->ps, fs->slot, fs->vol.lease_ms ? fs->vol.lease_ms : 1000,
+	rc = lease_acquire(fs->ps, fs->slot, vol_lease_period(&fs->vol),
 			   o->holder ? o->holder : holder, &fs->lease.held, err, errlen);
 	if (rc < 0) {
 		if (rc != -EBUSY)
@@ -485,7 +485,7 @@ fail_lease:
  * of readers that died without a writer to expire them are taken over. */
 static int take_reader_slot(struct rp_fs *fs)
 {
-	uint32_t period = fs->vol.lease_ms ? fs->vol.lease_ms : 1000;
+	uint32_t period = vol_lease_period(&fs->vol);
 	uint64_t deadline = rp_now_ms() + (uint64_t)period * (LEASE_EXPIRY_PERIODS + 1);
 	struct rp_reader_watch w;
 	memset(&w, 0, sizeof(w));

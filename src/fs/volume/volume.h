@@ -72,6 +72,12 @@ struct rp_volrec {
 	uint32_t head_tag;       /* 32 bits of the uuid of the head's pool; 0 unknown */
 	uint64_t created_ns;
 };
+/* The volume's lease period: its record's, or 1 s for records from before
+ * it was kept. */
+static inline uint32_t vol_lease_period(const struct rp_volrec *r)
+{
+	return r->lease_ms ? r->lease_ms : 1000;
+}
 /* The head_tag a record with this head gets: the log's first segment must
  * be read from the pool it was written to, not a new one under its id. */
 uint32_t vol_head_tag(const struct rp_poolset *ps, const struct rp_extent *head);
