@@ -155,7 +155,8 @@ struct rp_fs {
 /* admin/fsck.c: fsck's checks of the namespace itself (every name's inode
  * exists, link counts) over one built from records, as fsck runs them after
  * a replay (and the replay fuzzer after whatever it applied); findings go
- * to out and count in rep->errors. */
+ * to out and count in rep->errors. It reuses each inode's nlookup as its
+ * counter: never on a mounted filesystem's namespace. */
 void fsck_check_names(struct rp_fs *fs, const char *vol, FILE *out, struct rp_fsck_report *rep);
 
 #endif

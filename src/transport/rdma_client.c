@@ -228,7 +228,11 @@ static int expect_event(struct rdma_conn *rc_, enum rdma_cm_event_type want, str
 						 : strerror(-st));
 			/* (ECONNREFUSED only ever says that nothing listens: the
 			 * pool layer tries that again at once, anything else after
-			 * a backoff; a reject carries no proof, so none says so) */
+			 * a backoff; a reject carries no proof, so none says so.
+			 * A server too busy to challenge us is a transient failure:
+			 * ECONNABORTED, as EBUSY means a live lease holder above) */
+			if (st == -EBUSY)
+				return -ECONNABORTED;
 			return st < 0 && st != -ECONNREFUSED ? st : -EPROTO;
 		}
 		if (ev->type == RDMA_CM_EVENT_REJECTED && nothing_listens(ev->status)) {

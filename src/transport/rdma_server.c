@@ -46,8 +46,8 @@ struct rdma_listener {
 		struct ibv_mr *mr;
 	} mrs[MAX_DEVICES];
 	struct rp_rdma_challenges challenges;
-	uint64_t busy_warned_ms; /* a flood's refusals: warned of once a second */
-	unsigned long busy_refused;
+	uint64_t refused_said_ms; /* refusals: said once a second (refuse) */
+	unsigned long refused_unsaid;
 	struct client_qp *clients; /* accepted, for fencing (the event thread's alone) */
 	/* holders' fences, past their connections (same): the region's, or own */
 	struct rp_fence_memo own_fences, *fences;
@@ -133,19 +133,39 @@ static void fence_older(struct rdma_listener *l, uint64_t session, uint64_t gen)
 	}
 }
 
-/* A HELLO that found no challenge entry to take (rdma_wire.h): refused,
- * said once a second, as a flood would say it thousands of times. */
-static void refuse_busy(struct rdma_listener *l, struct rdma_cm_id *id)
+static const char *refusal(int32_t status)
 {
-	l->busy_refused++;
-	if (rp_now_ms() >= l->busy_warned_ms + 1000) {
-		rp_warn("rdma: %lu connect requests refused: every challenge entry is held by a "
-			"connect younger than %d s (a flood of connect requests?)",
-			l->busy_refused, RP_RDMA_CHALLENGE_KEEP_MS / 1000);
-		l->busy_warned_ms = rp_now_ms();
-		l->busy_refused = 0;
+	switch (status) {
+	case -EACCES: return "authentication failed (wrong cluster secret or name)";
+	case -ETIME: return "its answer is to no challenge of ours (expired, used, from before a "
+			    "restart: a replayed request?)";
+	case -ENXIO: return "it wants another peer id";
+	case -ESTALE: return "a newer connect of the same client, or of a newer lease holder of "
+			     "its volume, was accepted already (fenced)";
+	case -EBUSY: return "every challenge entry is held by a connect younger than "
+			    "RP_RDMA_CHALLENGE_KEEP_MS (a flood of connect requests?)";
+	default: return "not an rdmapool v3 connect request";
 	}
-	reject(id, -EBUSY, NULL);
+}
+
+/* A connect refused, said at most once a second with how many went unsaid
+ * since: anyone may send connect requests, and a flood of them (HELLOs
+ * that find the challenge table full, made-up answers) would fill the log. */
+static void refuse(struct rdma_listener *l, struct rdma_cm_id *id, int32_t status)
+{
+	uint64_t now = rp_now_ms();
+	if (now >= l->refused_said_ms + 1000) {
+		if (l->refused_unsaid)
+			rp_warn("rdma client refused: %s (and %lu more refused since the last such "
+				"message)", refusal(status), l->refused_unsaid);
+		else
+			rp_warn("rdma client refused: %s", refusal(status));
+		l->refused_said_ms = now;
+		l->refused_unsaid = 0;
+	} else {
+		l->refused_unsaid++;
+	}
+	reject(id, status, NULL);
 }
 
 static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event *ev)
@@ -163,20 +183,8 @@ static void on_connect_request(struct rdma_listener *l, const struct rp_cm_event
 		reject(id, RP_RDMA_CHALLENGE, challenge);
 		return;
 	}
-	if (status == -EBUSY) {
-		refuse_busy(l, id);
-		return;
-	}
 	if (status < 0) {
-		rp_warn("rdma client refused: %s",
-			status == -EACCES ? "authentication failed (wrong cluster secret or name)"
-			: status == -ETIME ? "its answer is to no challenge of ours (expired, used, "
-					     "from before a restart: a replayed request?)"
-			: status == -ENXIO ? "it wants another peer id"
-			: status == -ESTALE ? "a newer connect of the same client, or of a newer "
-					      "lease holder of its volume, was accepted already (fenced)"
-					    : "not an rdmapool v3 connect request");
-		reject(id, status, NULL);
+		refuse(l, id, status);
 		return;
 	}
 	struct ibv_mr *mr = region_mr(l, id->verbs);

@@ -93,6 +93,10 @@ hello+='\x11\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00
 printf "$hello"'\x01\x00\x00\x01\x00\x00' > "$R/hello-auth-again.bin"
 printf "$hello$hello"'\x01\x01\x01\x01\x00\x81\x01\x01\x00' > "$R/other-peer-bad-mac.bin"
 printf "$hello"'\x02\xff\x02\xff\x01\x00\x00' > "$R/expired.bin"
+# a full table (the target's holds 8): the ninth HELLO refused, the first
+# answer still accepted, its entry taken again, and after 1 s the oldest
+# giving way
+printf "$hello$hello$hello$hello$hello$hello$hello$hello$hello"'\x01\x00\x00'"$hello"'\x02\x04'"$hello"'\x01\x01\x00\x01\x09\x00' > "$R/full-table.bin"
 printf '\x03\x1c\x52\x50\x52\x50\x03\x00\x00\x00\x01\x00\x00\x00' > "$R/reject.bin"
 printf 'abcdefghijklmnop' >> "$R/reject.bin"
 { printf '\x04\x58\x52\x50\x52\x50\x03\x00\x00\x00\x00\x00\x00\x00'; head -c 76 /dev/zero; } > "$R/accept.bin"
