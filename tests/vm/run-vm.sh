@@ -78,7 +78,7 @@ echo "# booting $KVER under qemu (TCG), ${VM_MEM} MiB, timeout ${VM_TIMEOUT}s"
 start=$(date +%s)
 timeout -k 10 "$VM_TIMEOUT" qemu-system-x86_64 -accel tcg -nographic -no-reboot -m "$VM_MEM" -smp 2 \
 	-kernel "/boot/vmlinuz-$KVER" -initrd "$W/initrd.gz" \
-	-append "console=ttyS0 quiet loglevel=3 panic=-1 rp_stage2=$here/stage2.sh rp_builddir=$top_builddir rp_srcdir=$top_srcdir rp_tests=${VM_TESTS:-all} rp_nemesis_seed=${NEMESIS_SEED:-} rp_nemesis_secs=${VM_NEMESIS_SECONDS:-20}" \
+	-append "console=ttyS0 quiet loglevel=3 panic=-1 rp_stage2=$here/stage2.sh rp_builddir=$top_builddir rp_srcdir=$top_srcdir rp_tests=${VM_TESTS:-all} rp_nemesis_seed=${NEMESIS_SEED:-} rp_nemesis_secs=${VM_NEMESIS_SECONDS:-30}" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-nic none -serial mon:stdio -display none < /dev/null 2>&1 | stdbuf -oL tr -d '\r' > "$W/console.log"

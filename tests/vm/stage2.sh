@@ -31,7 +31,7 @@ mkdir -p /run/rp-tmp
 export TMPDIR=/run/rp-tmp
 mount -t configfs configfs /sys/kernel/config 2> /dev/null
 echo "# vm up: $(uname -r), $(nproc) cpus"
-for m in fuse veth rdma_rxe ib_uverbs rdma_ucm sch_netem; do
+for m in fuse veth rdma_rxe ib_uverbs rdma_ucm; do
 	modprobe "$m" || { echo "Bail out! modprobe $m failed"; finish 1; }
 done
 ip link set lo up

@@ -68,7 +68,10 @@ struct cuts {
 };
 static uint64_t ver[NFILES], tried[NFILES][NSECT], acked[NFILES][NSECT];
 static struct cuts cut[NFILES][NSECT];
-static unsigned long n_writes, n_appends, n_replaces, n_truncates, n_acked, n_reads, n_errors, n_violations;
+/* per file: the versions of its replaces (ascending, as the log is) */
+static struct cuts replaces[NFILES];
+static unsigned long n_writes, n_appends, n_replaces, n_truncates, n_acked, n_reads, n_errors;
+static unsigned long n_violations;
 static FILE *logf;
 
 static double now_s(void)
@@ -186,9 +189,52 @@ static int apply(char kind, uint32_t k, uint32_t x, uint64_t v)
 		if (tries && s >= cut_from && cuts_push(&cut[k][s], v) < 0)
 			return -1;
 	}
+	if (kind == 'R' && cuts_push(&replaces[k], v) < 0)
+		return -1;
 	if (v > ver[k])
 		ver[k] = v;
 	return 0;
+}
+
+static bool holds(const struct cuts *c, uint64_t v)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->v[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->n && c->v[lo] == v;
+}
+
+/* One read sees one inode. A replace's version is only ever in its new
+ * file and every older version only in the files before it, so a block
+ * with a sector a replace wrote beside an older one is half a rename. */
+static void check_whole(const uint8_t *buf, const struct cuts *repl, uint32_t id, uint32_t k,
+			uint32_t b, const char *how)
+{
+	uint64_t newest_repl = 0, oldest = UINT64_MAX;
+	for (uint32_t i = 0; i < SPB; i++) {
+		const uint8_t *p = buf + (size_t)i * SECT;
+		struct sect_hdr h;
+		uint64_t c;
+		memcpy(&h, p, sizeof(h));
+		memcpy(&c, p + SECT - 8, 8);
+		if (all_zero(p, SECT) || h.magic != MAGIC || c != fnv(p, SECT - 8))
+			continue; /* (garbage is a violation of its own) */
+		if (holds(repl, h.version) && h.version > newest_repl)
+			newest_repl = h.version;
+		if (h.version < oldest)
+			oldest = h.version;
+	}
+	if (newest_repl && oldest < newest_repl) {
+		char d[160];
+		snprintf(d, sizeof(d), "the replace of version %" PRIu64 " beside version %" PRIu64
+			 " in one read: half a rename (%s)", newest_repl, oldest, how);
+		violation("replace not atomic", id, k, b, 0, d);
+	}
 }
 
 static void note(char kind, uint32_t k, uint32_t x, uint64_t v)
@@ -248,6 +294,7 @@ static void verify_block(const uint8_t *buf, uint32_t id, uint32_t k, uint32_t b
 				  id, k, b, i, d);
 		}
 	}
+	check_whole(buf, &replaces[k], id, k, b, how);
 }
 
 static void timed(double t0, const char *call, uint32_t id)
@@ -492,6 +539,7 @@ static int check(const char *dir, uint32_t id)
 struct tail {
 	FILE *f;
 	uint64_t tried[NFILES][NSECT];
+	struct cuts replaces[NFILES];
 };
 static struct tail tails[MAXW];
 
@@ -520,6 +568,10 @@ static void tail_read(struct tail *t)
 		for (uint32_t s = from; s < to; s++)
 			if (v > t->tried[k][s])
 				t->tried[k][s] = v;
+		if (kind == 'R' && cuts_push(&t->replaces[k], v) < 0) {
+			perror("nemesis_io");
+			exit(2);
+		}
 	}
 }
 
@@ -550,6 +602,7 @@ static unsigned follow_check(const uint8_t *buf, uint32_t w, uint32_t k, uint32_
 			violation("version never written", w, k, b, i, d);
 		}
 	}
+	check_whole(buf, &tails[w - 1].replaces[k], w, k, b, "follower read");
 	return written;
 }
 
