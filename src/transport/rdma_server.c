@@ -133,6 +133,8 @@ static void fence_older(struct rdma_listener *l, uint64_t session, uint64_t gen)
 	}
 }
 
+_Static_assert(RP_RDMA_CHALLENGE_KEEP_MS == 1000, "refusal() says \"a second\"");
+
 static const char *refusal(int32_t status)
 {
 	switch (status) {
@@ -142,8 +144,8 @@ static const char *refusal(int32_t status)
 	case -ENXIO: return "it wants another peer id";
 	case -ESTALE: return "a newer connect of the same client, or of a newer lease holder of "
 			     "its volume, was accepted already (fenced)";
-	case -EBUSY: return "every challenge entry is held by a connect younger than "
-			    "RP_RDMA_CHALLENGE_KEEP_MS (a flood of connect requests?)";
+	case -EBUSY: return "every challenge entry is held by a connect under a second old "
+			    "(a flood of connect requests?)";
 	default: return "not an rdmapool v3 connect request";
 	}
 }
