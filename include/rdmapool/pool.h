@@ -21,7 +21,10 @@ struct rp_pool {
 	bool present;              /* listed in the cluster file */
 	struct rp_peer peer;
 	struct rp_conn *conn;      /* NULL when unreachable */
+	/* Its geometry is written once (open or the first adoption) and then
+	 * read unlocked; an adoption changes only its identity, under mu. */
 	struct rp_pool_sb sb;
+	_Atomic uint64_t nblocks;  /* sb.nblocks once known (0: not yet), for other threads */
 	_Atomic int error;         /* why unusable: negative errno, 0 = up (read unlocked) */
 	char err[320];
 	pthread_mutex_t mu;
@@ -164,6 +167,8 @@ static inline bool rp_pool_up(const struct rp_pool *p) { return p->conn && p->er
 /* Connected now, without trying to reconnect (which may take the connect
  * timeout): for copies that can be skipped rather than waited for. */
 bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool);
+/* Blocks in the pool; 0 while its superblock was never read. */
+uint64_t rp_pool_nblocks(const struct rp_poolset *ps, uint32_t pool);
 
 /* A lease holder's fence in the pools (rdmapool(7), "Fencing"): from now on
  * every connection carries the volume's fence session and this writer

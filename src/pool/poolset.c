@@ -159,6 +159,8 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 		p->error = rp_conn_open(&cp, &p->conn, p->err, sizeof(p->err));
 		if (p->error == 0)
 			p->error = check_sb(p, cl);
+		if (p->error == 0)
+			atomic_store(&p->nblocks, p->sb.nblocks);
 		if (p->error < 0) {
 			if (!first_err) {
 				first_err = p->error;
@@ -355,6 +357,25 @@ static bool same_geometry(const struct rp_pool_sb *a, const struct rp_pool_sb *b
 	       a->bitmap_words == b->bitmap_words;
 }
 
+/* Another start of the pool, or another pool in its place: its geometry
+ * is the one known (same_geometry), which other threads read unlocked and
+ * so is not written again; the first adoption of a pool never read sets it. */
+static void adopt_identity(struct rp_pool *p, const struct rp_pool_sb *sb)
+{
+	atomic_store(&p->nblocks, sb->nblocks);
+	if (!p->sb.block_size && !p->sb.nblocks) {
+		p->sb = *sb;
+		return;
+	}
+	p->sb.magic = sb->magic;
+	p->sb.layout_version = sb->layout_version;
+	memcpy(p->sb.pool_uuid, sb->pool_uuid, sizeof(p->sb.pool_uuid));
+	memcpy(p->sb.cluster_name, sb->cluster_name, sizeof(p->sb.cluster_name));
+	p->sb.peer_id = sb->peer_id;
+	p->sb.region_size = sb->region_size;
+	p->sb.created_ns = sb->created_ns;
+}
+
 static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, size_t errlen)
 {
 	if (p->conn)
@@ -432,7 +453,7 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 	if (rc == 0 && (rc = count_check(p)) < 0)
 		snprintf(err, errlen, "peer %u: reading the used-block count: %s", pool, strerror(-rc));
 	if (rc == 0) {
-		p->sb = sb;
+		adopt_identity(p, &sb);
 		p->span_n = 0;
 		p->error = 0;
 		p->err[0] = 0;
@@ -453,6 +474,11 @@ bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool)
 	const struct rp_pool *p = pool < ps->n ? &ps->pools[pool] : NULL;
 	return p && p->present && p->conn && p->error == 0 && !atomic_load(&p->validating) &&
 	       rp_conn_is_up(p->conn);
+}
+
+uint64_t rp_pool_nblocks(const struct rp_poolset *ps, uint32_t pool)
+{
+	return pool < ps->n ? atomic_load(&ps->pools[pool].nblocks) : 0;
 }
 
 static struct rp_pool *usable(struct rp_poolset *ps, uint32_t pool, int *rc)

@@ -75,7 +75,7 @@ static bool space_replicated(struct rp_fs *fs, bool exact, uint64_t *total, uint
 		return false;
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		const struct rp_pool *p = &fs->ps->pools[pl->ring[i]];
-		size[i] = p->sb.nblocks;
+		size[i] = rp_pool_nblocks(fs->ps, pl->ring[i]);
 		if (!p->stale && rp_pool_connected(fs->ps, pl->ring[i]))
 			rp_pool_read_bitmap(fs->ps, pl->ring[i], &bm[i]); /* NULL: nothing free */
 	}
@@ -125,7 +125,7 @@ static bool space_pools(struct rp_fs *fs, bool exact, uint64_t *total, uint64_t 
 		return space_replicated(fs, exact, total, nfree);
 	for (size_t k = 0; k < fs->ps->npeers; k++) {
 		const struct rp_pool *p = &fs->ps->pools[fs->ps->ids[k]];
-		uint64_t f = 0, t = p->sb.nblocks;
+		uint64_t f = 0, t = rp_pool_nblocks(fs->ps, fs->ps->ids[k]);
 		read_bitmap |= exact || !atomic_load(&p->counted);
 		rp_pool_usage(fs->ps, fs->ps->ids[k], exact, &f, &t);
 		*total += t;

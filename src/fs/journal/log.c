@@ -240,7 +240,7 @@ int log_flush(struct rp_fs *fs, struct rp_logw *w)
 bool extent_in_pools(struct rp_poolset *ps, const struct rp_extent *e)
 {
 	return rp_poolset_has(ps, e->pool) && e->count > 0 && e->block + e->count > e->block &&
-	       e->block + e->count <= ps->pools[e->pool].sb.nblocks;
+	       e->block + e->count <= rp_pool_nblocks(ps, e->pool);
 }
 
 void log_tail_init(struct rp_logtail *t, const struct rp_volrec *vol)

@@ -245,7 +245,7 @@ static int slot_locate(struct slog *l, uint64_t pos, bool create, uint32_t *pool
 	if (!l->dir[d] && (rc = dir_word(l, d, create)) < 0)
 		return rc;
 	uint64_t w = l->dir[d];
-	if (DIR_POOL(w) >= l->ps->n || DIR_BLOCK(w) + SEG_BLOCKS > l->ps->pools[DIR_POOL(w)].sb.nblocks)
+	if (DIR_POOL(w) >= l->ps->n || DIR_BLOCK(w) + SEG_BLOCKS > rp_pool_nblocks(l->ps, DIR_POOL(w)))
 		return -EIO; /* (a directory word no member wrote) */
 	*pool = DIR_POOL(w);
 	*off = rp_block_offset(&l->ps->pools[*pool].sb, DIR_BLOCK(w)) + pos % l->per_seg * SLOG_SLOT;
