@@ -103,11 +103,14 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 	}
 	if (named)
 		fs_request_note(fs, req.ino, req.ino2);
-	if (fs->log.pend_bytes >= 256 * 1024) {
-		int frc = log_flush(fs, &fs->log);
-		if (frc < 0 && rc == 0)
-			rc = frc;
-	}
+	/* The change stands from here on: its records are in the log and in
+	 * the state. A flush that fails keeps them pending for the next one
+	 * (an fsync reports it), so it is not this change's error: callers
+	 * undo what they prepared on an error (a write frees its new blocks),
+	 * and undoing a change the log will still carry gave those blocks to
+	 * two files at once. */
+	if (fs->log.pend_bytes >= 256 * 1024)
+		(void)log_flush(fs, &fs->log); /* (it logs why) */
 	if (checkpoint_in_reserve(fs) && rp_now_ms() >= fs->ckpt_retry_ms) {
 		/* records that need no space still grow the log: inside the
 		 * reserve, compact it before it eats the room a checkpoint needs */
