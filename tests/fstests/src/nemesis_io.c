@@ -1,8 +1,7 @@
 /* nemesis_io: the workload and the checker of the nemesis test (fstest 062).
  *
- *   nemesis_io run DIR ID SEED SECONDS LOG   write, truncate and read-verify;
- *                                            append and replace too with
- *                                            NEMESIS_OPS=churn
+ *   nemesis_io run DIR ID SEED SECONDS LOG   write, append, truncate,
+ *                                            replace and read-verify
  *   nemesis_io check DIR ID LOG              verify every sector against LOG
  *   nemesis_io follow DIR NW LOGPREFIX SEED SECONDS
  *                                            read writers 1..NW's files (LOGs
@@ -471,11 +470,6 @@ static void replace_one(const char *dir, uint32_t id, uint32_t k, uint32_t n, ui
 
 static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 {
-	/* appends and replaces only with NEMESIS_OPS=churn: they find a bug
-	 * not fixed yet (rdmapool(7), BUGS), so CI's short runs leave them out
-	 * until it is, and make check-nemesis runs them */
-	const char *ops_env = getenv("NEMESIS_OPS");
-	bool churn = ops_env && strcmp(ops_env, "churn") == 0;
 	uint8_t *buf = aligned_alloc(BLK, BLK);
 	if (!buf)
 		return 2;
@@ -487,9 +481,9 @@ static int run(const char *dir, uint32_t id, uint64_t seed, double seconds)
 		uint32_t k = (uint32_t)(r % NFILES), b = (uint32_t)((r >> 8) % FBLOCKS);
 		unsigned what = (unsigned)((r >> 20) % 20);
 		uint32_t cut_at = (uint32_t)((r >> 28) % (NSECT + 1));
-		if (churn && what == 9 && append_one(dir, id, k, buf))
+		if (what == 9 && append_one(dir, id, k, buf))
 			;
-		else if (churn && what == 10)
+		else if (what == 10)
 			replace_one(dir, id, k, cut_at, buf);
 		else if (what < 11)
 			write_one(dir, id, k, b, buf);
