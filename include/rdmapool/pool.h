@@ -21,8 +21,10 @@ struct rp_pool {
 	bool present;              /* listed in the cluster file */
 	struct rp_peer peer;
 	struct rp_conn *conn;      /* NULL when unreachable */
-	/* Its geometry is written once (open or the first adoption) and then
-	 * read unlocked; an adoption changes only its identity, under mu. */
+	/* Its geometry is written once (open once the superblock is this
+	 * pool's, a copy's borrowed for a pool down since the start, or the
+	 * first adoption) and then read unlocked; an adoption changes only its
+	 * identity, under mu. */
 	struct rp_pool_sb sb;
 	_Atomic uint64_t nblocks;  /* sb.nblocks once known (0: not yet), for other threads */
 	_Atomic int error;         /* why unusable: negative errno, 0 = up (read unlocked) */

@@ -51,12 +51,15 @@ static int check_sb(struct rp_pool *p, const struct rp_cluster *cl)
 static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 {
 	uint8_t buf[RP_SB_SIZE];
+	struct rp_pool_sb sb;
 	int rc = rp_conn_read(p->conn, 0, buf, sizeof(buf));
 	if (rc < 0) {
 		snprintf(p->err, sizeof(p->err), "reading the superblock: %s", strerror(-rc));
 		return rc;
 	}
-	rc = rp_sb_decode(buf, &p->sb);
+	/* into p->sb only once it is this pool's: a foreign geometry there
+	 * would be taken for the pool's own by every later adoption */
+	rc = rp_sb_decode(buf, &sb);
 	if (rc < 0) {
 		snprintf(p->err, sizeof(p->err), "%s",
 			 rc == -ENODATA ? "no pool superblock in the region"
@@ -64,27 +67,29 @@ static int check_sb_body(struct rp_pool *p, const struct rp_cluster *cl)
 					 : "pool superblock is damaged");
 		return rc;
 	}
-	if (strcmp(p->sb.cluster_name, cl->name) != 0 || p->sb.peer_id != p->peer.id) {
+	if (strcmp(sb.cluster_name, cl->name) != 0 || sb.peer_id != p->peer.id) {
 		snprintf(p->err, sizeof(p->err), "region belongs to cluster \"%s\" peer %u, not \"%s\" peer %u",
-			 p->sb.cluster_name, p->sb.peer_id, cl->name, p->peer.id);
+			 sb.cluster_name, sb.peer_id, cl->name, p->peer.id);
 		return -EINVAL;
 	}
-	if (memcmp(p->sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16) != 0) {
+	if (memcmp(sb.pool_uuid, rp_conn_pool_uuid(p->conn), 16) != 0) {
 		snprintf(p->err, sizeof(p->err), "the superblock's pool uuid is not the one the "
 			 "server proved in the handshake");
 		return -EINVAL;
 	}
-	if (p->sb.block_size != cl->block_size) {
+	if (sb.block_size != cl->block_size) {
 		snprintf(p->err, sizeof(p->err), "pool has %u-byte blocks, the cluster file says %u",
-			 p->sb.block_size, cl->block_size);
+			 sb.block_size, cl->block_size);
 		return -EINVAL;
 	}
-	if (p->sb.region_size != rp_conn_region_size(p->conn)) {
+	if (sb.region_size != rp_conn_region_size(p->conn)) {
 		snprintf(p->err, sizeof(p->err), "superblock says %llu bytes, server exposes %llu",
-			 (unsigned long long)p->sb.region_size,
+			 (unsigned long long)sb.region_size,
 			 (unsigned long long)rp_conn_region_size(p->conn));
 		return -EINVAL;
 	}
+	p->sb = sb;
+	atomic_store(&p->nblocks, sb.nblocks);
 	if ((rc = count_check(p)) < 0) {
 		snprintf(p->err, sizeof(p->err), "reading the used-block count: %s", strerror(-rc));
 		return rc;
@@ -159,8 +164,6 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 		p->error = rp_conn_open(&cp, &p->conn, p->err, sizeof(p->err));
 		if (p->error == 0)
 			p->error = check_sb(p, cl);
-		if (p->error == 0)
-			atomic_store(&p->nblocks, p->sb.nblocks);
 		if (p->error < 0) {
 			if (!first_err) {
 				first_err = p->error;

@@ -47,6 +47,7 @@ int rp_poolset_set_placement(struct rp_poolset *ps, const struct rp_placement *p
 				p->sb.data_off = q->sb.data_off;
 				p->sb.bitmap_off = q->sb.bitmap_off;
 				p->sb.bitmap_words = q->sb.bitmap_words;
+				atomic_store(&p->nblocks, q->sb.nblocks);
 				break;
 			}
 		}

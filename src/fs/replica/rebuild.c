@@ -733,8 +733,8 @@ static int online_pool(struct rebuild *r)
 	uint8_t before[16];
 	bool knew = p->sb.magic != 0;
 	memcpy(before, p->sb.pool_uuid, 16);
-	/* under fs->mu: adopting rewrites the pool's superblock, which replay
-	 * and commits read (extent_in_pools) from other threads */
+	/* under fs->mu: adopting rewrites the pool's identity (its uuid),
+	 * which checkpoints and the records of pools read under it */
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	int rc = rp_pool_adopt(fs->ps, r->pool, NULL, err, sizeof(err));
 	rp_mutex_unlock(&fs->mu);
