@@ -118,6 +118,20 @@ struct rp_fs {
 	} space;
 	_Atomic size_t log_segments; /* of the current log, for the reserve */
 	uint64_t ckpt_retry_ms;      /* no background checkpoint before this */
+	uint64_t flush_retry_ms;     /* no flush by a commit before this (one failed) */
+	/* a logged record the in-memory state could not take (memory): the
+	 * state is not the log's any more, so nothing changes or is freed
+	 * until a remount replays the log */
+	_Atomic bool state_lost;
+	/* A checkpoint whose volume-record write failed may still have
+	 * landed on a home copy: its new log and record wait here, and no
+	 * change is logged until that record is written for sure
+	 * (checkpoint_settle), so either record replays the same state. */
+	struct {
+		bool pending;
+		struct rp_logw log;
+		struct rp_volrec vol; /* as before the failed write */
+	} ckpt_doubt;
 	/* read-write: blocks released by durable records, waiting for the
 	 * read-only mounts to move past those records (readers.c) */
 	struct rp_heldvec held;

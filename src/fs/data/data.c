@@ -421,7 +421,9 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 
 static void free_runs(struct rp_fs *fs, struct rp_fext *runs, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	/* (a logged record the state could not take may map them: kept for
+	 * the remount's fsck to find, never given to another file) */
+	for (size_t i = 0; i < n && !atomic_load(&fs->state_lost); i++) {
 		struct rp_extent e = { .pool = runs[i].pool, .block = runs[i].pblock, .count = runs[i].count };
 		rp_pool_free(fs->ps, &e);
 	}

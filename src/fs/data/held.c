@@ -34,11 +34,16 @@ int held_add(struct rp_fs *fs, const struct rp_extent *e, uint64_t pos)
 int held_add_deferred(struct rp_fs *fs, const struct rp_logw *w)
 {
 	uint64_t pos = reader_pos(w->epoch, w->seq);
+	size_t k = 0;
 	int rc = 0;
-	for (size_t k = 0; k < fs->deferred.n && rc == 0; k++)
+	for (; k < fs->deferred.n && rc == 0; k++)
 		rc = held_add(fs, &fs->deferred.v[k], pos);
-	if (rc == 0)
-		fs->deferred.n = 0;
+	if (rc < 0)
+		k--; /* (the one that failed stays deferred) */
+	/* those held leave the deferred list now: added again by the next
+	 * flush, they would go back to the pools twice */
+	memmove(fs->deferred.v, fs->deferred.v + k, (fs->deferred.n - k) * sizeof(*fs->deferred.v));
+	fs->deferred.n -= k;
 	return rc;
 }
 

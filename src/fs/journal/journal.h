@@ -150,6 +150,12 @@ void state_free(struct rp_fs *fs);
 
 /* checkpoint.c: with fs->mu held */
 int checkpoint(struct rp_fs *fs);
+/* Before a change is logged: write again the record of a checkpoint in
+ * doubt (fs->ckpt_doubt) and switch to its log; -EIO while that fails. */
+int checkpoint_settle(struct rp_fs *fs);
+/* At unmount or a failed mount: a checkpoint still in doubt keeps its
+ * log's blocks (either record may be the one on the pools). */
+void checkpoint_forget_doubt(struct rp_fs *fs);
 /* Has the log grown enough since the last checkpoint to rewrite it? */
 bool checkpoint_due(const struct rp_fs *fs);
 /* Is the volume inside its reserve with a log that has grown since the

@@ -30,6 +30,8 @@ int fs_writable(struct rp_fs *fs)
 		return -EROFS;
 	if (atomic_load(&fs->lease.lost))
 		return -EIO; /* another mounter may own the volume now */
+	if (atomic_load(&fs->state_lost))
+		return -EIO; /* (fs_commit) */
 	return 0;
 }
 
@@ -64,12 +66,29 @@ void fs_rec_attr(const struct rp_inode *in, struct rp_rec *r)
 	r->ctime = in->ctime;
 }
 
+/* A commit flushes the log once this much is pending; past the second
+ * bound (the pools holding the log unreachable), changes are refused. */
+#define LOG_FLUSH_BYTES (256u * 1024)
+#define LOG_PENDING_MAX (64u << 20)
+
 int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 {
 	struct rp_logmark m;
 	struct rp_rec req;
 	bool named = fs_request_rec(&req); /* the request this change answers */
-	int rc = 0;
+	int rc = checkpoint_settle(fs);
+	if (rc < 0)
+		return rc;
+	/* records the pools cannot take pile up in memory: past a bound,
+	 * changes fail until a flush gets them out */
+	if (fs->log.pend_bytes >= LOG_PENDING_MAX) {
+		if (rp_now_ms() < fs->flush_retry_ms)
+			return -EIO;
+		if ((rc = log_flush(fs, &fs->log)) < 0) {
+			fs->flush_retry_ms = rp_now_ms() + 1000;
+			return rc;
+		}
+	}
 
 	for (int attempt = 0;; attempt++) {
 		log_mark(&fs->log, &m);
@@ -96,8 +115,10 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 		int arc = state_apply(fs, &recs[i], &fs->deferred);
 		if (arc < 0) {
 			/* checked beforehand, so this is a bug or memory exhaustion */
-			rp_err("applying record type %u for inode %llu: %s", recs[i].type,
+			rp_err("applying record type %u for inode %llu: %s; no more changes "
+			       "until the volume is mounted again", recs[i].type,
 			       (unsigned long long)recs[i].ino, strerror(-arc));
+			atomic_store(&fs->state_lost, true);
 			rc = -EIO;
 		}
 	}
@@ -109,8 +130,9 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 	 * undo what they prepared on an error (a write frees its new blocks),
 	 * and undoing a change the log will still carry gave those blocks to
 	 * two files at once. */
-	if (fs->log.pend_bytes >= 256 * 1024)
-		(void)log_flush(fs, &fs->log); /* (it logs why) */
+	if (fs->log.pend_bytes >= LOG_FLUSH_BYTES && rp_now_ms() >= fs->flush_retry_ms &&
+	    log_flush(fs, &fs->log) < 0) /* (it logs why) */
+		fs->flush_retry_ms = rp_now_ms() + 1000; /* not once per change meanwhile */
 	if (checkpoint_in_reserve(fs) && rp_now_ms() >= fs->ckpt_retry_ms) {
 		/* records that need no space still grow the log: inside the
 		 * reserve, compact it before it eats the room a checkpoint needs */

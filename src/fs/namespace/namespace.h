@@ -90,7 +90,8 @@ void inode_to_attr(const struct rp_inode *in, uint32_t block_size, struct rp_att
 
 /* journal helpers (namespace.c): log and apply in one step, with fs->mu
  * held. An error means nothing was logged (the caller undoes what it
- * prepared), except -EIO from a record the state could not take (memory). */
+ * prepared), except -EIO from a record the state could not take (memory),
+ * which sets fs->state_lost: nothing is freed or changed after that. */
 int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n);
 struct rp_inode *fs_inode(struct rp_fs *fs, uint64_t ino);
 void fs_maybe_purge(struct rp_fs *fs, struct rp_inode *in);

@@ -87,7 +87,8 @@ static int log_word(struct rp_fs *fs, uint32_t word, uint64_t value)
 	r.flags = REC_F_END;
 	r.fblock = word;
 	r.count = value;
-	return log_append(fs, &fs->log, &r);
+	int rc = checkpoint_settle(fs); /* (no record while a checkpoint is in doubt) */
+	return rc < 0 ? rc : log_append(fs, &fs->log, &r);
 }
 
 /* The bits want names made durable, then set; with fs->mu held. */

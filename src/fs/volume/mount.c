@@ -352,7 +352,8 @@ static void *bg_main(void *arg)
 			}
 			/* a failed checkpoint (pools unreachable) is retried later,
 			 * not on every tick */
-			if (now >= fs->ckpt_retry_ms && checkpoint_worthwhile(fs) && checkpoint(fs) < 0)
+			if (now >= fs->ckpt_retry_ms &&
+			    (fs->ckpt_doubt.pending || checkpoint_worthwhile(fs)) && checkpoint(fs) < 0)
 				fs->ckpt_retry_ms = now + CKPT_RETRY_MS;
 			if (now - last_clear >= INTENT_TICK_MS) {
 				intent_clear_idle(fs); /* after diverged_resync: failed writes' stay */
@@ -461,6 +462,7 @@ static int start_writer(struct rp_fs *fs, const struct rp_mount_opts *o, char *e
 	}
 	return 0;
 fail_log:
+	checkpoint_forget_doubt(fs);
 	if (fs->log.scratch)
 		log_discard(fs, &fs->log, false);
 	else
@@ -577,6 +579,7 @@ fail_started:
 	if (fs->ro) {
 		reader_release(ps, &fs->follow.reader);
 	} else {
+		checkpoint_forget_doubt(fs);
 		log_discard(fs, &fs->log, false);
 		lease_stop(fs);
 		lease_release(ps, &fs->lease.held);
@@ -620,7 +623,9 @@ int rp_fs_unmount(struct rp_fs *fs)
 	bg_stop(fs);
 	if (!fs->ro && !atomic_load(&fs->lease.lost)) {
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
-		rc = log_flush(fs, &fs->log);
+		rc = checkpoint_settle(fs);
+		if (rc == 0)
+			rc = log_flush(fs, &fs->log);
 		if (rc < 0)
 			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
 		/* read-only mounts follow within their interval: give them time
@@ -646,6 +651,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 	}
 	if (!fs->ro) {
 		/* the log stays: it is the volume; only the spare goes back */
+		checkpoint_forget_doubt(fs);
 		log_discard(fs, &fs->log, false);
 		if (!atomic_load(&fs->lease.lost))
 			lease_release(fs->ps, &fs->lease.held);
