@@ -20,7 +20,9 @@
 struct rp_pool {
 	bool present;              /* listed in the cluster file */
 	struct rp_peer peer;
-	struct rp_conn *conn;      /* NULL when unreachable */
+	/* NULL while never reached; set once, under mu, and read unlocked
+	 * (rp_pool_connected), so atomic; it lives until the set closes */
+	struct rp_conn *_Atomic conn;
 	/* Its geometry is written once (open once the superblock is this
 	 * pool's, a copy's borrowed for a pool down since the start, or the
 	 * first adoption) and then read unlocked; an adoption changes only its

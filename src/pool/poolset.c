@@ -161,7 +161,9 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 		p->present = true;
 		p->peer = cl->peers[i];
 		p->err[0] = 0;
-		p->error = rp_conn_open(&cp, &p->conn, p->err, sizeof(p->err));
+		struct rp_conn *c = NULL;
+		p->error = rp_conn_open(&cp, &c, p->err, sizeof(p->err));
+		p->conn = c;
 		if (p->error == 0)
 			p->error = check_sb(p, cl);
 		if (p->error < 0) {
@@ -391,7 +393,10 @@ static int adopt_connect(struct rp_poolset *ps, struct rp_pool *p, char *err, si
 		.fence_session = atomic_load(&ps->fence_session),
 		.fence_epoch = atomic_load(&ps->fence_epoch),
 	};
-	return rp_conn_open(&cp, &p->conn, err, errlen);
+	struct rp_conn *c = NULL;
+	int rc = rp_conn_open(&cp, &c, err, errlen);
+	p->conn = c;
+	return rc;
 }
 
 int rp_pool_holds(struct rp_poolset *ps, uint32_t pool, const uint8_t uuid[16])
