@@ -17,7 +17,8 @@
  *   W k s v / w: an append (O_APPEND) of a block's worth of sectors at the
  *                end, sector s (fstat said so; one writer per file);
  *   t k s v / a: a truncate to sector s, half the time extended again at
- *                once (zeros from s on: issue 17's defect 2);
+ *                once (zeros from s on: issue 17's defect 2), then
+ *                logging X k e v with its new end e;
  *   R k n v / r: a replace: a new file of n sectors written under a
  *                temporary name, fsync'ed, renamed over the old one and the
  *                directory fsync'ed (create, rename and unlink in one).
@@ -25,7 +26,8 @@
  * for T) after it and its fsync returned. A sector read back must then hold
  * a write of a version between the last acknowledged and the last tried
  * one for that sector, or zeros where nothing was acknowledged or a cut in
- * that range may have taken effect.
+ * that range may have taken effect. At the check, each file's size must
+ * be whole sectors no larger than its operations may have made it.
  * Errors from the mount under faults are allowed (counted); wrong bytes, an
  * acknowledged operation gone, a size no operation made, a call that takes
  * longer than BOUND_S, and a run in which nothing was acknowledged (no
@@ -70,6 +72,13 @@ static uint64_t ver[NFILES], tried[NFILES][NSECT], acked[NFILES][NSECT];
 static struct cuts cut[NFILES][NSECT];
 /* per file: the versions of its replaces (ascending, as the log is) */
 static struct cuts replaces[NFILES];
+/* per file: the largest size in sectors it may have now. A writer's
+ * operations run one after the other: one acknowledged sets the size it
+ * made, and one that failed may or may not have happened, so it can only
+ * raise the bound. A truncate that extends again logs X (its new end) after
+ * its t. */
+static uint32_t size_hi[NFILES], ext_to[NFILES];
+static uint64_t ext_v[NFILES];
 static unsigned long n_writes, n_appends, n_replaces, n_truncates, n_acked, n_reads, n_errors;
 static unsigned long n_violations;
 static FILE *logf;
@@ -174,13 +183,40 @@ static bool op_range(char kind, uint32_t x, uint32_t *from, uint32_t *to, uint32
 	return x <= NSECT && *from <= *to && *to <= NSECT;
 }
 
+/* An entry into the size bound (size_hi). */
+static void apply_size(char kind, uint32_t k, uint32_t to, uint32_t x, uint64_t v)
+{
+	uint32_t *hi = &size_hi[k];
+	switch (kind) {
+	case 'T': case 'W': /* may have written up to sector to */
+		*hi = to > *hi ? to : *hi;
+		break;
+	case 'R': /* may have made a new file of x sectors */
+		*hi = x > *hi ? x : *hi;
+		break;
+	case 'a': /* cut at x, extended again to ext_to when it logged X */
+		*hi = ext_v[k] == v ? ext_to[k] : x;
+		break;
+	case 'r':
+		*hi = x;
+		break;
+	}
+}
+
 /* One log entry into the model. */
 static int apply(char kind, uint32_t k, uint32_t x, uint64_t v)
 {
 	uint32_t from, to, cut_from;
 	bool tries = strchr("TWtR", kind) != NULL;
+	if (kind == 'X' && k < NFILES && x <= NSECT) {
+		ext_v[k] = v;
+		ext_to[k] = x;
+		size_hi[k] = x > size_hi[k] ? x : size_hi[k]; /* (it may have happened) */
+		return 0;
+	}
 	if (k >= NFILES || !op_range(kind, x, &from, &to, &cut_from))
 		return 0;
+	apply_size(kind, k, to, x, v);
 	for (uint32_t s = from; s < to; s++) {
 		if (tries && v > tried[k][s])
 			tried[k][s] = v;
@@ -424,6 +460,8 @@ static void truncate_one(const char *dir, uint32_t id, uint32_t k, uint32_t s, u
 {
 	uint64_t v = ver[k] + 1;
 	note('t', k, s, v);
+	if (ext > s)
+		note('X', k, ext, v);
 	n_truncates++;
 	double t0 = now_s();
 	int fd = open_file(dir, id, k, false);
@@ -522,11 +560,33 @@ static int load_log(const char *path)
 	return rc;
 }
 
+/* The size of file k against the model: whole sectors, and no larger
+ * than the operations could have made it (an acknowledged truncate that
+ * came back as zeros up to an older end passes every sector's check). */
+static void check_size(const char *dir, uint32_t id, uint32_t k)
+{
+	char path[4096], d[160];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/n%u.%u", dir, id, k);
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT)
+			n_errors++;
+		return; /* (no file: zeros everywhere, which the sectors check) */
+	}
+	if (st.st_size % SECT == 0 && st.st_size <= (off_t)size_hi[k] * SECT)
+		return;
+	snprintf(d, sizeof(d), "size %lld, the operations allow whole sectors up to %u (%lld bytes)",
+		 (long long)st.st_size, size_hi[k], (long long)size_hi[k] * SECT);
+	violation("size no operation made", id, k, 0, 0, d);
+}
+
 static int check(const char *dir, uint32_t id)
 {
 	uint8_t *buf = aligned_alloc(BLK, BLK);
 	if (!buf)
 		return 2;
+	for (uint32_t k = 0; k < NFILES; k++)
+		check_size(dir, id, k);
 	for (int direct = 0; direct <= 1; direct++)
 		for (uint32_t k = 0; k < NFILES; k++)
 			for (uint32_t b = 0; b < FBLOCKS; b++) {
