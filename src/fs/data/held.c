@@ -64,8 +64,13 @@ void held_release(struct rp_fs *fs)
 	if (!go)
 		return; /* keep holding; the next flush or tick tries again */
 	size_t kept = 0, ngo = 0;
+	bool plain = !rp_poolset_replicated(fs->ps);
 	for (size_t k = 0; k < h->n; k++) {
-		if (h->v[k].pos > min)
+		/* a free to a pool that is down is never sent, so it can wait
+		 * for the pool to come back; a failed one that was sent is in
+		 * doubt (its CAS may have been applied, the blocks given out
+		 * again since), so a batch that fails is dropped: leaked */
+		if (h->v[k].pos > min || (plain && !rp_pool_connected(fs->ps, h->v[k].e.pool)))
 			h->v[kept++] = h->v[k];
 		else
 			go[ngo++] = h->v[k].e;
