@@ -131,6 +131,7 @@ struct rp_fs {
 		bool pending;
 		struct rp_logw log;
 		struct rp_volrec vol; /* as before the failed write */
+		uint64_t retry_ms;    /* no new try before this */
 	} ckpt_doubt;
 	/* read-write: blocks released by durable records, waiting for the
 	 * read-only mounts to move past those records (readers.c) */

@@ -8,6 +8,7 @@
 #include "../fs_impl.h"
 
 #include <rdmapool/log.h>
+#include <rdmapool/util.h>
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -204,12 +205,16 @@ int checkpoint_settle(struct rp_fs *fs)
 {
 	if (!fs->ckpt_doubt.pending)
 		return 0;
+	/* each try may wait out an operation timeout under fs->mu */
+	if (rp_now_ms() < fs->ckpt_doubt.retry_ms)
+		return -EIO;
 	/* the same sequence number, so the same slot: written again whole */
 	struct rp_volrec nv = fs->ckpt_doubt.vol;
 	int rc = vol_write(fs->ps, fs->slot, &nv);
 	if (rc < 0) {
 		rp_err("volume \"%s\": the record of a checkpoint still cannot be written "
 		       "(%s): no change until it is", fs->vol.name, strerror(-rc));
+		fs->ckpt_doubt.retry_ms = rp_now_ms() + 1000;
 		return -EIO;
 	}
 	fs->ckpt_doubt.pending = false;
@@ -236,6 +241,8 @@ int checkpoint(struct rp_fs *fs)
 
 	if (fs->ro)
 		return 0;
+	if (atomic_load(&fs->state_lost))
+		return -EIO; /* (the state is not the log's: only a replay is) */
 	if (fs->ckpt_doubt.pending)
 		return checkpoint_settle(fs);
 	if ((rc = log_flush(fs, &fs->log)) < 0)
@@ -261,6 +268,7 @@ int checkpoint(struct rp_fs *fs)
 		fs->ckpt_doubt.pending = true;
 		fs->ckpt_doubt.log = nw;
 		fs->ckpt_doubt.vol = before;
+		fs->ckpt_doubt.retry_ms = 0;
 		return rc;
 	}
 	checkpoint_switch(fs, &nw, &nv);

@@ -76,6 +76,8 @@ int fs_commit(struct rp_fs *fs, struct rp_rec *recs, size_t n)
 	struct rp_logmark m;
 	struct rp_rec req;
 	bool named = fs_request_rec(&req); /* the request this change answers */
+	if (atomic_load(&fs->state_lost))
+		return -EIO; /* (below: a record the state could not take) */
 	int rc = checkpoint_settle(fs);
 	if (rc < 0)
 		return rc;

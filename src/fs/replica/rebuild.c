@@ -736,7 +736,13 @@ static int online_pool(struct rebuild *r)
 	/* under fs->mu: adopting rewrites the pool's identity (its uuid),
 	 * which checkpoints and the records of pools read under it */
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
-	int rc = rp_pool_adopt(fs->ps, r->pool, NULL, err, sizeof(err));
+	/* a checkpoint in doubt first: the rebuild claims and copies the log
+	 * in charge, which until then may be either */
+	int rc = checkpoint_settle(fs);
+	if (rc < 0)
+		snprintf(err, sizeof(err), "a checkpoint's record is still in doubt");
+	else
+		rc = rp_pool_adopt(fs->ps, r->pool, NULL, err, sizeof(err));
 	rp_mutex_unlock(&fs->mu);
 	if (rc < 0) {
 		rp_warn("volume \"%s\": rebuild: %s", fs->vol.name, err);

@@ -623,6 +623,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 	bg_stop(fs);
 	if (!fs->ro && !atomic_load(&fs->lease.lost)) {
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
+		fs->ckpt_doubt.retry_ms = 0; /* (a last try) */
 		rc = checkpoint_settle(fs);
 		if (rc == 0)
 			rc = log_flush(fs, &fs->log);
