@@ -220,6 +220,20 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);
  * cleared in another (per pool), not one round trip after another. The
  * first error is returned; the other extents are freed all the same. */
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
+/* Extents handed back to the caller, who frees v. */
+struct rp_extent_list {
+	struct rp_extent *v;
+	size_t n, cap;
+};
+/* Same, and (volumes without copies) the parts whose bitmap words were
+ * never sent a change are added to unsent: those are certainly still
+ * allocated, for the caller to free again later (a pool lost before the
+ * batch's read of them). The rest of a batch that fails is in doubt: a
+ * change may have landed, and the blocks been given out again since, so
+ * it is not to be freed again (a leak, for fsck --repair). With copies
+ * nothing is added: a copy not freed stays allocated. */
+int rp_pool_free_many_keep(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
+			   struct rp_extent_list *unsent);
 
 /* Free and total blocks of one pool: from its used-block count (one
  * fetch-and-add, which also hands over this client's changes not counted

@@ -221,12 +221,14 @@ int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e)
 }
 
 /* A batch free, word by word: what to clear in one bitmap word of one pool,
- * the word's value as last seen, and where it stands (1 pending, 0 done,
- * or a negative errno). */
+ * the word's value as last seen, where it stands (1 pending, 0 done, or a
+ * negative errno), and whether a change of it was ever posted (a word
+ * that failed before that is certainly still allocated). */
 struct word_free {
 	uint32_t pool;
 	uint64_t w, mask, v;
 	int status;
+	bool sent;
 };
 
 static int cmp_word_free(const void *a, const void *b)
@@ -250,6 +252,7 @@ static void free_round(struct rp_pool *p, struct word_free *it, size_t n, bool c
 		ops[k] = (struct rp_op){ .opcode = cas ? RP_OP_CAS : RP_OP_FAA,
 					 .offset = pool_word_off(p, it[i].w), .compare = it[i].v,
 					 .value = cas ? it[i].v & ~it[i].mask : 0 };
+		it[i].sent |= cas;
 		idx[k++] = i;
 	}
 	if (k == 0)
@@ -313,14 +316,53 @@ static int free_words(struct rp_poolset *ps, struct word_free *it, size_t n)
 
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
+	return rp_pool_free_many_keep(ps, v, n, NULL);
+}
+
+int rp_pool_free_many_keep(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
+			   struct rp_extent_list *unsent)
+{
 	int rc = rp_poolset_replicated(ps) ? replica_free_many(ps, v, n)
-					   : pool_free_many_single(ps, v, n);
+					   : pool_free_many_single(ps, v, n, unsent);
 	pool_count_settle(ps, true);
 	atomic_fetch_add(&ps->frees, 1);
 	return rc;
 }
 
-int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
+/* The bits of a word whose change was never posted, as extents, onto
+ * unsent (NULL: not wanted). A word that was not allocated (-EUCLEAN) is
+ * not one: freeing it again would fail again. */
+static int keep_unsent(const struct word_free *f, struct rp_extent_list *unsent)
+{
+	if (!unsent || f->status >= 0 || f->sent || f->status == -EUCLEAN)
+		return 0;
+	for (unsigned bit = 0; bit < 64;) {
+		if (!(f->mask >> bit & 1)) {
+			bit++;
+			continue;
+		}
+		unsigned len = 0;
+		while (bit + len < 64 && (f->mask >> (bit + len) & 1))
+			len++;
+		if (unsent->n == unsent->cap) {
+			size_t cap = unsent->cap ? 2 * unsent->cap : 16;
+			struct rp_extent *nv = realloc(unsent->v, cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM; /* (these stay allocated: a leak) */
+			unsent->v = nv;
+			unsent->cap = cap;
+		}
+		unsent->v[unsent->n++] = (struct rp_extent){ .pool = f->pool,
+							     .block = f->w * 64 + bit, .count = len };
+		bit += len;
+	}
+	return 0;
+}
+
+/* The words the extents touch, one entry per word (several extents may
+ * share one), sorted by pool and word; *out NULL when there are none. */
+static int words_of(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
+		    struct word_free **out, size_t *nout)
 {
 	struct word_free *it = NULL;
 	size_t nit = 0, cap = 0;
@@ -359,6 +401,19 @@ int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size
 		else
 			it[m++] = it[i];
 	}
+	*out = it;
+	*nout = m;
+	return rc;
+}
+
+int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
+			  struct rp_extent_list *unsent)
+{
+	struct word_free *it = NULL;
+	size_t m = 0;
+	int rc = words_of(ps, v, n, &it, &m);
+	if (rc == -ENOMEM)
+		return rc; /* (nothing sent: the caller still has them all) */
 	for (size_t s = 0; s < m;) {
 		size_t e = s;
 		while (e < m && it[e].pool == it[s].pool && e - s < 1024)
@@ -368,6 +423,9 @@ int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size
 			rc = frc;
 		s = e;
 	}
+	for (size_t i = 0; i < m; i++)
+		if (keep_unsent(&it[i], unsent) < 0)
+			break;
 	free(it);
 	return rc;
 }

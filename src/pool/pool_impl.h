@@ -11,7 +11,8 @@
 /* allocator.c: one pool, no replicas */
 int pool_alloc_single(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
 int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e);
-int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
+int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
+			  struct rp_extent_list *unsent);
 uint64_t pool_word_off(const struct rp_pool *p, uint64_t w);
 /* io.c: register every buffer of the set with a pool connected late */
 int bufs_register(struct rp_poolset *ps, uint32_t pool);

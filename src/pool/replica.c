@@ -297,7 +297,7 @@ int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n
 	/* a copy that is stale or not connected (not waited for: frees run
 	 * under the filesystem lock) keeps its bits: a leak on it, which fsck
 	 * --repair or the rebuild's leak pass gives back */
-	int rc = pool_free_many_single(ps, all, k);
+	int rc = pool_free_many_single(ps, all, k, NULL);
 	free(all);
 	return rc;
 }

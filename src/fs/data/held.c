@@ -67,18 +67,26 @@ void held_release(struct rp_fs *fs)
 	bool plain = !rp_poolset_replicated(fs->ps);
 	for (size_t k = 0; k < h->n; k++) {
 		/* a free to a pool that is down is never sent, so it can wait
-		 * for the pool to come back; a failed one that was sent is in
-		 * doubt (its CAS may have been applied, the blocks given out
-		 * again since), so a batch that fails is dropped: leaked */
+		 * for the pool to come back */
 		if (h->v[k].pos > min || (plain && !rp_pool_connected(fs->ps, h->v[k].e.pool)))
 			h->v[kept++] = h->v[k];
 		else
 			go[ngo++] = h->v[k].e;
 	}
 	h->n = kept;
-	int rc = ngo ? rp_pool_free_many(fs->ps, go, ngo) : 0;
+	/* of a batch that fails, what was never sent is held again (no
+	 * reader can see it: position 0); the rest is in doubt (its CAS may
+	 * have landed, the blocks given out again since): dropped, leaked */
+	struct rp_extent_list unsent = { 0 };
+	int rc = ngo ? rp_pool_free_many_keep(fs->ps, go, ngo, plain ? &unsent : NULL) : 0;
+	size_t again = 0;
+	while (again < unsent.n && held_add(fs, &unsent.v[again], 0) == 0)
+		again++;
 	if (rc < 0)
-		rp_err("freeing the blocks of %zu extents: %s", ngo, strerror(-rc));
+		rp_err("freeing the blocks of %zu extents: %s (%zu held to free again, "
+		       "the rest in doubt and left allocated: 'rdmapool fsck --repair' frees them)",
+		       ngo, strerror(-rc), again);
+	free(unsent.v);
 	free(go);
 }
 
