@@ -419,14 +419,32 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 	return 0;
 }
 
+/* Runs no record maps, given back; call without fs->mu. A pool that is
+ * down (or stalls) under a failed write is the usual reason for the
+ * failure: what could not be sent to it is held (position 0: no reader
+ * ever saw it) and goes back once the pool does (held_release), instead of
+ * staying allocated until fsck --repair. */
 static void free_runs(struct rp_fs *fs, struct rp_fext *runs, size_t n)
 {
+	struct rp_extent *v = malloc((n ? n : 1) * sizeof(*v));
+	struct rp_extent_list unsent = { 0 };
 	/* (a logged record the state could not take may map them: kept for
 	 * the remount's fsck to find, never given to another file) */
-	for (size_t i = 0; i < n && !atomic_load(&fs->state_lost); i++) {
-		struct rp_extent e = { .pool = runs[i].pool, .block = runs[i].pblock, .count = runs[i].count };
-		rp_pool_free(fs->ps, &e);
+	if (v && n && !atomic_load(&fs->state_lost)) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = (struct rp_extent){ .pool = runs[i].pool, .block = runs[i].pblock,
+						   .count = runs[i].count };
+		rp_pool_free_many_keep(fs->ps, v, n, &unsent);
 	}
+	if (unsent.n) {
+		rp_mutex_lock(&fs->mu, RP_LK_FS);
+		for (size_t i = 0; i < unsent.n; i++)
+			if (held_add(fs, &unsent.v[i], 0) < 0)
+				break; /* (the rest stays allocated: fsck --repair) */
+		rp_mutex_unlock(&fs->mu);
+	}
+	free(unsent.v);
+	free(v);
 	free(runs);
 }
 
