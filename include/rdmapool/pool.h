@@ -220,18 +220,22 @@ int rp_pool_free(struct rp_poolset *ps, const struct rp_extent *e);
  * cleared in another (per pool), not one round trip after another. The
  * first error is returned; the other extents are freed all the same. */
 int rp_pool_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
-/* Extents handed back to the caller, who frees v. */
+/* Extents handed back to the caller: starts zeroed; the caller frees v,
+ * whatever was returned. */
 struct rp_extent_list {
 	struct rp_extent *v;
 	size_t n, cap;
 };
-/* Same, and (volumes without copies) the parts whose bitmap words were
- * never sent a change are added to unsent: those are certainly still
- * allocated, for the caller to free again later (a pool lost before the
- * batch's read of them). The rest of a batch that fails is in doubt: a
- * change may have landed, and the blocks been given out again since, so
- * it is not to be freed again (a leak, for fsck --repair). With copies
- * nothing is added: a copy not freed stays allocated. */
+/* Same, and (volumes without copies) the blocks of bitmap words that were
+ * never posted a change because their read, the batch's first round,
+ * failed (the pool went away or stalled) are added to unsent (NULL: not
+ * wanted): those are certainly still allocated, for the caller to free
+ * again later. Everything else that fails stays allocated (fsck --repair
+ * frees it): a word whose compare-and-swap was posted and not answered
+ * may have changed, its blocks given out again since; a word found not
+ * allocated (-EUCLEAN) or outside its pool (-EINVAL) would fail again; so
+ * does all of it when memory runs out. With copies nothing is added: a
+ * copy not freed stays allocated. */
 int rp_pool_free_many_keep(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
 			   struct rp_extent_list *unsent);
 

@@ -430,12 +430,16 @@ static void free_runs(struct rp_fs *fs, struct rp_fext *runs, size_t n)
 	struct rp_extent_list unsent = { 0 };
 	/* (a logged record the state could not take may map them: kept for
 	 * the remount's fsck to find, never given to another file) */
-	if (v && n && !atomic_load(&fs->state_lost)) {
-		for (size_t i = 0; i < n; i++)
-			v[i] = (struct rp_extent){ .pool = runs[i].pool, .block = runs[i].pblock,
-						   .count = runs[i].count };
-		rp_pool_free_many_keep(fs->ps, v, n, &unsent);
+	for (size_t i = 0; i < n && !atomic_load(&fs->state_lost); i++) {
+		struct rp_extent e = { .pool = runs[i].pool, .block = runs[i].pblock,
+				       .count = runs[i].count };
+		if (v)
+			v[i] = e;
+		else
+			rp_pool_free(fs->ps, &e); /* (no memory for a batch: one by one) */
 	}
+	if (v && n && !atomic_load(&fs->state_lost))
+		rp_pool_free_many_keep(fs->ps, v, n, &unsent);
 	if (unsent.n) {
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		for (size_t i = 0; i < unsent.n; i++)

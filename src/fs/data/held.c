@@ -83,9 +83,9 @@ void held_release(struct rp_fs *fs)
 	while (again < unsent.n && held_add(fs, &unsent.v[again], 0) == 0)
 		again++;
 	if (rc < 0)
-		rp_err("freeing the blocks of %zu extents: %s (%zu held to free again, "
-		       "the rest in doubt and left allocated: 'rdmapool fsck --repair' frees them)",
-		       ngo, strerror(-rc), again);
+		rp_err("freeing the blocks of %zu extents: %s (%zu runs never sent are held to "
+		       "free again; any whose change was sent and not answered stay allocated: "
+		       "'rdmapool fsck --repair' frees them)", ngo, strerror(-rc), again);
 	free(unsent.v);
 	free(go);
 }
@@ -101,8 +101,9 @@ void held_drain(struct rp_fs *fs, uint32_t ms)
 		nanosleep(&ts, NULL);
 	}
 	if (fs->held.n)
-		rp_warn("volume \"%s\": %zu extents still seen by read-only mounts stay allocated "
-			"('rdmapool fsck --repair' frees them)", fs->vol.name, fs->held.n);
+		rp_warn("volume \"%s\": %zu extents still seen by read-only mounts, or waiting for "
+			"their pool to answer, stay allocated ('rdmapool fsck --repair' frees them)",
+			fs->vol.name, fs->held.n);
 	free(fs->held.v);
 	memset(&fs->held, 0, sizeof(fs->held));
 }
