@@ -1,5 +1,4 @@
-/* On-pool layout, version 2 (version 1 is the same without the used-block
- * count; see RP_LAYOUT_VERSION):
+/* On-pool layout, version 3 (2 and 1 are the same; see RP_LAYOUT_VERSION):
  *
  *   0        superblock (RP_SB_SIZE bytes)
  *   4 KiB    home area (RP_HOME_SIZE): volume records, owned by the fs layer
@@ -21,13 +20,13 @@
 
 #define RP_POOL_MAGIC 0x314c4f4f50504452ull /* "RDPPOOL1" */
 /* 2: a pool that this version's clients use (used-block count, fence
- * memory; volumes
- * with INTENT and REQ records, which older clients take for the end of the
- * log). A server of this version formats version 2 and moves a version 1
- * pool to 2 at start, so older servers and clients refuse the pool (their
- * "layout version not supported") instead of misreading it; this version's
- * clients also accept 1 (a pool an older server serves). */
-#define RP_LAYOUT_VERSION 2
+ * memory; volumes with INTENT and REQ records, which older clients take
+ * for the end of the log); 3: volumes with SPARE records (the same). A
+ * server of this version formats version 3 and moves an older pool to 3 at
+ * start, so older servers and clients refuse the pool (their "layout
+ * version not supported") instead of misreading it; this version's clients
+ * also accept 1 and 2 (a pool an older server serves). */
+#define RP_LAYOUT_VERSION 3
 #define RP_LAYOUT_VERSION_MIN 1
 #define RP_SB_SIZE 4096
 #define RP_HOME_OFFSET 4096

@@ -72,6 +72,7 @@ struct rp_fs {
 	struct rp_itable it;
 	uint64_t next_ino;
 	struct rp_logw log;
+	struct rp_extent log_spare_named; /* what the replayed log names its spare */
 	struct rp_extvec deferred; /* freed once the records dropping them are durable */
 	uint32_t log_segments_at_ckpt;
 	struct rp_bufpool bufs;

@@ -64,6 +64,9 @@ attr() { le "$1" 8; le "$2" 4; le 0 4; le 0 4; le 1 4; le "$3" 8; le 0 8; le 1 8
 	rec 3 0 11; le 1 8; le 1 2; printf a
 	rec 9 1 8; le 2 8
 } > "$C/fuzz_replay/file-lifecycle"
+# the record naming the log's spare segment (type 15), then the root
+{ printf '\x00'; rec 15 0 16; le 1 4; le 64 4; le 128 8; rec 1 0 84; attr 1 $((0040755)) 0; } \
+	> "$C/fuzz_replay/spare-named"
 # a name left to an inode the records deleted: fsck's name check crashed on it
 {
 	printf '\x00'

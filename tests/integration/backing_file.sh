@@ -22,7 +22,7 @@ check "read back after kill -9" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset
 check "bytes survived kill -9 (shared mapping)" cmp "$T/blob" "$T/back2"
 stop_pool 0 TERM
 
-# the layout version: a version 1 pool (an older server's) is moved to 2 at
+# the layout version: a version 1 pool (an older server's) is moved to 3 at
 # start, so that older binaries refuse it; an unknown version is refused
 sb_version() { # FILE VERSION: set the superblock's version, checksum made right
 	python3 - "$1" "$2" <<'PY'
@@ -50,14 +50,14 @@ PY
 cp "$B" "$T/v1.img"
 sb_version "$T/v1.img" 1
 check "a version 1 pool starts" start_pool 0 16M --backing-file "$T/v1.img"
-grep -q "moved to version 2" "$T/pool0.log" && ok "and is moved to version 2" || not_ok "and is moved to version 2"
+grep -q "moved to version 3" "$T/pool0.log" && ok "and is moved to version 3" || not_ok "and is moved to version 3"
 "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 8 --length 4 --out "$T/ver" > /dev/null
-is "its superblock says 2" "$(od -An -tu4 "$T/ver" | tr -d ' ')" "2"
+is "its superblock says 3" "$(od -An -tu4 "$T/ver" | tr -d ' ')" "3"
 check "and its bytes are kept" "$RDMAPOOL" read -c "$CLUSTER" --peer 0 --offset 300001 --length 200000 --out "$T/back3"
 check "(the same bytes)" cmp "$T/blob" "$T/back3"
 stop_pool 0 TERM
-sb_version "$T/v1.img" 3
-check_fails "an unknown layout version refused" "pool layout version 3, this server knows 1 to 2" \
+sb_version "$T/v1.img" 4
+check_fails "an unknown layout version refused" "pool layout version 4, this server knows 1 to 3" \
 	"$RDMAPOOLD" -c "$CLUSTER" --id 0 --size 16M --backing-file "$T/v1.img" --foreground
 
 check_fails "other size refused" "holds 16777216 bytes but --size asks for 33554432" \

@@ -192,6 +192,9 @@ static void checkpoint_switch(struct rp_fs *fs, struct rp_logw *nw, const struct
 		if (held_add(fs, &fs->log.segs.v[i], reader_pos(nw->epoch, 0)) < 0)
 			rp_warn("volume \"%s\": a segment of the old log stays allocated",
 				fs->vol.name);
+	/* its spare goes with it (log.c) */
+	if (fs->log.have_spare && held_add(fs, &fs->log.spare, reader_pos(nw->epoch, 0)) < 0)
+		rp_warn("volume \"%s\": the old log's spare segment stays allocated", fs->vol.name);
 	log_discard(fs, &fs->log, false);
 	held_release(fs);
 	fs->log = *nw;

@@ -43,6 +43,8 @@ enum rp_rec_type {
 	REC_POOL = 12,      /* a pool the volume uses: peer id (ext.pool), uuid (value) */
 	REC_REQ = 13,       /* the request a change answers: connection (ino), number (ino2) */
 	REC_INTENT = 14,    /* write intent: a word of buckets (fblock), its value (count) */
+	REC_SPARE = 15,     /* the log's spare segment (ext), allocated and zeroed: the
+			     * log's own until the log is retired (log.c) */
 };
 #define REC_HDR 32
 #define REC_MAGIC 0x5250u
@@ -95,6 +97,7 @@ struct rp_logw {
 	uint32_t cur_pos, cur_size;
 	struct rp_extent spare;
 	bool have_spare;
+	bool spare_named;        /* a SPARE record for it is in the log */
 	struct rp_pend *pend;
 	size_t npend, pend_bytes;
 	uint8_t *scratch;        /* one encoded record */
@@ -105,7 +108,7 @@ struct rp_logmark {
 	struct rp_extent cur, spare;
 	uint32_t cur_pos, cur_size;
 	uint64_t seq;
-	bool have_spare;
+	bool have_spare, spare_named;
 };
 /* A cursor in a metadata log: where the first transaction not yet applied
  * starts. Read-only mounts keep one to follow the writer. */

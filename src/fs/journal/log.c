@@ -6,7 +6,11 @@
  * can never parse as a record, and replay stops at the first record that is
  * not the next one of this epoch. Every segment ends with room for the LINK
  * record that names its successor; a spare successor is kept allocated so
- * that deleting files still works when the pools are full. */
+ * that deleting files still works when the pools are full. A SPARE record
+ * names each spare in the log as it is taken, and the spare is the log's
+ * from then on: freed (or held for the readers) with its segments when the
+ * log is retired, never alone, so a crash leaks it no more than them (the
+ * next mount finds it in the log) and no replay frees a spare twice. */
 #include "config.h"
 #include "../fs_impl.h"
 
@@ -33,6 +37,23 @@ int fs_alloc_segment(struct rp_fs *fs, struct rp_extent *out)
 	return rc;
 }
 
+static int pend_add(struct rp_logw *w, const uint8_t *b, size_t len);
+
+/* A SPARE record naming w->spare, in the transaction under way (no end
+ * flag: it stands with the records around it). */
+static int name_spare(struct rp_logw *w)
+{
+	uint8_t rec[LINK_RESERVE];
+	struct rp_rec sr = { .type = REC_SPARE, .seq = w->seq, .ext = w->spare };
+	ssize_t len = rec_encode(&sr, w->epoch, w->uuid, rec, sizeof(rec));
+	int rc = len < 0 ? (int)len : pend_add(w, rec, (size_t)len);
+	if (rc == 0) {
+		w->seq++;
+		w->spare_named = true;
+	}
+	return rc;
+}
+
 int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch)
 {
 	memset(w, 0, sizeof(*w));
@@ -52,7 +73,9 @@ int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch)
 	if (rc < 0)
 		return rc;
 	w->have_spare = fs_alloc_segment(fs, &w->spare) == 0;
-	return 0;
+	if (w->have_spare && (rc = name_spare(w)) < 0)
+		log_discard(fs, w, true); /* (never the volume's: all of it goes) */
+	return rc;
 }
 
 void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments)
@@ -62,9 +85,10 @@ void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments)
 	free(w->pend);
 	w->pend = NULL;
 	w->npend = w->pend_bytes = 0;
-	if (w->have_spare)
+	/* (one no record names is no one's to free later) */
+	if (w->have_spare && (free_segments || !w->spare_named))
 		rp_pool_free(fs->ps, &w->spare);
-	w->have_spare = false;
+	w->have_spare = w->spare_named = false;
 	if (free_segments && w->segs.n)
 		rp_pool_free_many(fs->ps, w->segs.v, w->segs.n);
 	extvec_free(&w->segs);
@@ -111,6 +135,7 @@ void log_mark(const struct rp_logw *w, struct rp_logmark *m)
 	m->cur = w->cur;
 	m->spare = w->spare;
 	m->have_spare = w->have_spare;
+	m->spare_named = w->spare_named;
 	m->cur_pos = w->cur_pos;
 	m->cur_size = w->cur_size;
 	m->seq = w->seq;
@@ -133,6 +158,7 @@ void log_rollback(struct rp_fs *fs, struct rp_logw *w, const struct rp_logmark *
 	w->segs.n = m->nsegs;
 	w->spare = m->spare;
 	w->have_spare = m->have_spare;
+	w->spare_named = m->spare_named;
 	for (size_t i = m->npend; i < w->npend; i++)
 		free(w->pend[i].buf);
 	w->npend = m->npend;
@@ -152,11 +178,15 @@ int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r)
 	if (len < 0)
 		return (int)len;
 	if (w->cur_pos + (size_t)len + LINK_RESERVE > w->cur_size) {
-		if (!w->have_spare && fs_alloc_segment(fs, &w->spare) == 0)
+		if (!w->have_spare && fs_alloc_segment(fs, &w->spare) == 0) {
 			w->have_spare = true;
+			w->spare_named = false; /* (linked at once below) */
+		}
 		if (!w->have_spare)
 			return -ENOSPC;
-		if ((size_t)len + LINK_RESERVE > (size_t)w->spare.count * fs->block_size)
+		/* the record goes after the next spare's SPARE record, and
+		 * leaves room for the LINK at the end */
+		if ((size_t)len + 2 * LINK_RESERVE > (size_t)w->spare.count * fs->block_size)
 			return -E2BIG;
 		uint8_t link[LINK_RESERVE];
 		struct rp_rec lr = { .type = REC_LINK, .seq = w->seq, .ext = w->spare };
@@ -168,11 +198,13 @@ int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r)
 		w->cur = w->spare;
 		w->cur_pos = 0;
 		w->cur_size = w->cur.count * fs->block_size;
-		w->have_spare = false;
+		w->have_spare = w->spare_named = false;
 		if ((rc = extvec_push(&w->segs, &w->cur)) < 0)
 			return rc;
 		/* the next spare; without one, appends go on until this segment fills */
 		w->have_spare = fs_alloc_segment(fs, &w->spare) == 0;
+		if (w->have_spare && (rc = name_spare(w)) < 0)
+			return rc;
 		r->seq = w->seq;
 		len = rec_encode(r, w->epoch, w->uuid, w->scratch, REC_MAX);
 		if (len < 0)

@@ -129,6 +129,7 @@ ssize_t rec_encode(const struct rp_rec *r, uint64_t epoch, const uint8_t uuid[16
 		w64(&c, r->ino);
 		break;
 	case REC_LINK:
+	case REC_SPARE:
 		w32(&c, r->ext.pool); w32(&c, r->ext.count); w64(&c, r->ext.block);
 		break;
 	case REC_REQ:
@@ -209,6 +210,7 @@ ssize_t rec_decode(const uint8_t *buf, size_t len, uint64_t epoch, const uint8_t
 		r->ino = r64(&c);
 		break;
 	case REC_LINK:
+	case REC_SPARE:
 		r->ext.pool = r32(&c); r->ext.count = r32(&c); r->ext.block = r64(&c);
 		break;
 	case REC_REQ:

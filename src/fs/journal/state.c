@@ -136,6 +136,9 @@ int state_apply(struct rp_fs *fs, const struct rp_rec *r, struct rp_extvec *free
 	case REC_INTENT:
 		intent_apply(fs, r);
 		return 0;
+	case REC_SPARE:
+		fs->log_spare_named = r->ext; /* (the last one stands) */
+		return 0;
 	case REC_DIRENT_ADD:
 	case REC_DIRENT_DEL:
 		in = itable_get(&fs->it, r->ino);
@@ -229,6 +232,26 @@ static int replay_cb(void *arg, const struct rp_rec *r)
 	return rc;
 }
 
+/* The spare the log names is the log's (log.c): among its segments, for
+ * whoever frees, copies or checks them, unless it was linked since (then
+ * it is there already). */
+static int add_named_spare(struct rp_fs *fs, struct rp_extvec *segs)
+{
+	const struct rp_extent *s = &fs->log_spare_named;
+	if (s->count == 0)
+		return 0;
+	if (!rp_poolset_has(fs->ps, s->pool)) {
+		fs->missing_peer = s->pool;
+		return -ENODEV;
+	}
+	if (!extent_in_pools(fs->ps, s))
+		return -EUCLEAN;
+	for (size_t i = 0; i < segs->n; i++)
+		if (segs->v[i].pool == s->pool && segs->v[i].block == s->block)
+			return 0;
+	return extvec_push(segs, s);
+}
+
 int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errlen)
 {
 	uint64_t records;
@@ -250,7 +273,10 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	fs->pool_ids = calloc(fs->ps->n, sizeof(*fs->pool_ids));
 	if (!fs->pool_ids)
 		return -ENOMEM;
+	fs->log_spare_named = (struct rp_extent){ 0 };
 	int rc = log_replay(fs->ps, &fs->vol, replay_cb, fs, segs, &records, &fs->follow.tail);
+	if (rc == 0)
+		rc = add_named_spare(fs, segs);
 	if (rc == -ENODEV) {
 		/* a data extent names the peer, else the log segment it stopped at */
 		snprintf(err, errlen, "volume \"%s\" has data on peer %lld, which the cluster "

@@ -651,7 +651,7 @@ int rp_fs_unmount(struct rp_fs *fs)
 		reader_release(fs->ps, &fs->follow.abandoned); /* (a slot given up) */
 	}
 	if (!fs->ro) {
-		/* the log stays: it is the volume; only the spare goes back */
+		/* the log stays, its spare with it: it is the volume (log.c) */
 		checkpoint_forget_doubt(fs);
 		log_discard(fs, &fs->log, false);
 		if (!atomic_load(&fs->lease.lost))
