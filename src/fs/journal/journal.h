@@ -128,6 +128,10 @@ struct rp_logtail {
 /* log.c: with fs->mu held */
 int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch);
 void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments);
+/* At a clean end (unmount, mkfs): a record of its own says the log keeps
+ * no spare, and once it is durable the spare goes back; when the flush
+ * fails the spare stays the log's (the next mount frees it). */
+int log_release_spare(struct rp_fs *fs, struct rp_logw *w);
 int log_append(struct rp_fs *fs, struct rp_logw *w, struct rp_rec *r);
 void log_mark(const struct rp_logw *w, struct rp_logmark *m);
 void log_rollback(struct rp_fs *fs, struct rp_logw *w, const struct rp_logmark *m);

@@ -78,6 +78,25 @@ int log_init(struct rp_fs *fs, struct rp_logw *w, uint64_t epoch)
 	return rc;
 }
 
+int log_release_spare(struct rp_fs *fs, struct rp_logw *w)
+{
+	if (!w->have_spare || !w->spare_named)
+		return 0; /* (none, or none the log names: log_discard frees it) */
+	/* a transaction of its own: replay must see it whole to forget the
+	 * spare */
+	struct rp_rec r = { .type = REC_SPARE, .flags = REC_F_END };
+	int rc = log_append(fs, w, &r);
+	if (rc == 0)
+		rc = log_flush(fs, w);
+	if (rc < 0)
+		return rc; /* (it stays the log's) */
+	if (!w->have_spare)
+		return 0; /* (the append linked it and found no new one) */
+	rp_pool_free(fs->ps, &w->spare);
+	w->have_spare = w->spare_named = false;
+	return 0;
+}
+
 void log_discard(struct rp_fs *fs, struct rp_logw *w, bool free_segments)
 {
 	for (size_t i = 0; i < w->npend; i++)

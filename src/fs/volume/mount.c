@@ -286,6 +286,9 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 		log_discard(fs, &w, true);
 		goto fail;
 	}
+	if (log_release_spare(fs, &w) < 0)
+		rp_warn("volume \"%s\": its log's spare segment stays allocated until the first "
+			"mount", fs->vol.name);
 	log_discard(fs, &w, false);
 	fs_delete(fs);
 	lease_release(ps, &lease);
@@ -627,6 +630,8 @@ int rp_fs_unmount(struct rp_fs *fs)
 		rc = checkpoint_settle(fs);
 		if (rc == 0)
 			rc = log_flush(fs, &fs->log);
+		if (rc == 0)
+			rc = log_release_spare(fs, &fs->log);
 		if (rc < 0)
 			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
 		/* read-only mounts follow within their interval: give them time
@@ -651,7 +656,8 @@ int rp_fs_unmount(struct rp_fs *fs)
 		reader_release(fs->ps, &fs->follow.abandoned); /* (a slot given up) */
 	}
 	if (!fs->ro) {
-		/* the log stays, its spare with it: it is the volume (log.c) */
+		/* the log stays (with its spare if it could not be let go):
+		 * it is the volume (log.c) */
 		checkpoint_forget_doubt(fs);
 		log_discard(fs, &fs->log, false);
 		if (!atomic_load(&fs->lease.lost))
