@@ -277,6 +277,10 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 		rc = log_append(fs, &w, &r);
 	if (rc == 0)
 		rc = log_flush(fs, &w);
+	/* the spare goes before the volume is written: after, a mount may
+	 * already have retired this log, the spare with it */
+	if (rc == 0)
+		rc = log_release_spare(fs, &w);
 	if (rc == 0) {
 		fs->vol.head = w.segs.v[0];
 		rc = vol_write(ps, slot, &fs->vol);
@@ -286,9 +290,6 @@ int rp_fs_mkfs(struct rp_poolset *ps, const struct rp_mkfs_opts *o, char *err, s
 		log_discard(fs, &w, true);
 		goto fail;
 	}
-	if (log_release_spare(fs, &w) < 0)
-		rp_warn("volume \"%s\": its log's spare segment stays allocated until the first "
-			"mount", fs->vol.name);
 	log_discard(fs, &w, false);
 	fs_delete(fs);
 	lease_release(ps, &lease);
@@ -630,10 +631,11 @@ int rp_fs_unmount(struct rp_fs *fs)
 		rc = checkpoint_settle(fs);
 		if (rc == 0)
 			rc = log_flush(fs, &fs->log);
-		if (rc == 0)
-			rc = log_release_spare(fs, &fs->log);
 		if (rc < 0)
 			rp_err("volume \"%s\": final flush failed: %s", fs->vol.name, strerror(-rc));
+		else if (log_release_spare(fs, &fs->log) < 0)
+			rp_warn("volume \"%s\": the log's spare segment stays allocated until the "
+				"next mount", fs->vol.name);
 		/* read-only mounts follow within their interval: give them time
 		 * to move past the last frees */
 		held_drain(fs, HELD_DRAIN_MS);
