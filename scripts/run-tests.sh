@@ -77,7 +77,12 @@ if [ $status != 0 ]; then
 		for log in $(find tests ../_build-asan/tests -name '*.log' ! -name test-suite.log 2>/dev/null); do
 			grep -q '^not ok' "$log" 2>/dev/null || continue
 			echo "--- $log"
-			grep -A 8 '^not ok' "$log" | head -n 10
+			# the verdict, the diff's start and the first non-info lines
+			# (a randomized test's seed among them)
+			awk '/^not ok/ { d = 0; x = 0; on = 1; print; next }
+			     /^(ok |PASS:|ERROR:)/ { on = 0 }
+			     on && /^    ! / && x++ < 4 { print; next }
+			     on && /^    [^!|#]/ && d++ < 8' "$log" | head -n 24
 		done
 		for log in check-fstests.log ../_build-tsan/check-tsan.log; do
 			grep -q '\[failed\]' "$log" 2>/dev/null || continue

@@ -130,7 +130,33 @@ static void stall_once(uint64_t off)
 }
 #endif
 
-static int run(struct rp_poolset *ps, long secs, bool resync, const char *until)
+/* A racer starts as a mount does: its election may fail (a pool that
+ * does not answer may hold the table, and on new pools none exists until
+ * one is made), and then it opens the pools and elects again, as a user
+ * mounting again would, until its end. (A pool down when the pools were
+ * opened is not reconnected by the election: with no table yet, one try
+ * per process never made it. 077 under ASan: each racer's one try met a
+ * fault, no table was made, nothing was acknowledged in the whole run;
+ * 099.) */
+static struct rp_poolset *init_racer(const char *cluster_file, struct rp_poolset *ps,
+				     struct rp_cluster **cl, uint64_t end)
+{
+	bool no_drop = ps->home_no_drop;
+	int rc;
+	while ((rc = home_init(ps)) < 0 && rp_now_ms() < end) {
+		printf("err %d %llu\n", rc, (unsigned long long)rp_now_ms() % 1000000);
+		fflush(stdout);
+		fprintf(stderr, "home_race: home_init: %s: the pools opened again\n", strerror(-rc));
+		rp_sleep_ms(50);
+		rp_poolset_close(ps);
+		rp_cluster_free(*cl);
+		ps = helper_open_flags(cluster_file, RP_POOLSET_ALLOW_DOWN, cl);
+		ps->home_no_drop = no_drop;
+	}
+	return ps;
+}
+
+static int run(struct rp_poolset *ps, uint64_t end, bool resync, const char *until)
 {
 	if (until) {
 		/* a read first (it elects, and the authority is kept for a
@@ -141,7 +167,7 @@ static int run(struct rp_poolset *ps, long secs, bool resync, const char *until)
 		fflush(stdout);
 		wait_for(until);
 	}
-	uint64_t end = rp_now_ms() + (uint64_t)secs * 1000, next_resync = 0;
+	uint64_t next_resync = 0;
 	long acks = 0, errs = 0;
 	while (rp_now_ms() < end) {
 		uint64_t old;
@@ -290,8 +316,11 @@ int main(int argc, char **argv)
 	bool raw = strcmp(argv[2], "strand") == 0 || strcmp(argv[2], "claim") == 0 ||
 		   strcmp(argv[2], "tops") == 0;
 	ps->home_no_drop = racer && argc > 4 && strcmp(argv[4], "reader") == 0;
-	int rc = raw ? 0 : home_init(ps);
-	if (rc < 0)
+	uint64_t end = racer ? rp_now_ms() + (uint64_t)atol(argv[3]) * 1000 : 0;
+	int rc = 0;
+	if (racer)
+		ps = init_racer(argv[1], ps, &cl, end);
+	else if (!raw && (rc = home_init(ps)) < 0)
 		fprintf(stderr, "home_race: home_init: %s\n", strerror(-rc));
 #ifdef RP_TEST_HOOKS
 	if (racer && argc > 5 && strcmp(argv[4], "stall") == 0) {
@@ -300,7 +329,7 @@ int main(int argc, char **argv)
 	}
 #endif
 	if (strcmp(argv[2], "run") == 0)
-		rc = run(ps, atol(argv[3]), argc > 4 && strcmp(argv[4], "resync") == 0,
+		rc = run(ps, end, argc > 4 && strcmp(argv[4], "resync") == 0,
 			 argc > 5 && strcmp(argv[4], "until") == 0 ? argv[5] : NULL);
 	else if (strcmp(argv[2], "strand") == 0 && argc > 4)
 		rc = strand(ps, (uint32_t)atoi(argv[3]), argv + 4, argc - 4);
