@@ -260,6 +260,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
+#ifdef RP_TEST_HOOKS
+/* Tests only (fstest 100): RP_TEST_CREATE_OPEN_FAILS=NAME fails the open
+ * half of a create of NAME with EROFS, as a lease lost between the two
+ * would; compiled out of packages. */
+static int create_open(struct rp_fs *fs, uint64_t ino, int flags, const char *name)
+{
+	const char *v = getenv("RP_TEST_CREATE_OPEN_FAILS");
+	return v && strcmp(v, name) == 0 ? -EROFS : rp_fs_open(fs, ino, flags);
+}
+#else
+#define create_open(fs, ino, flags, name) rp_fs_open(fs, ino, flags)
+#endif
+
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
@@ -272,7 +285,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (!made_before)
 		rp_resend_test_crash(FS(req), rc, name);
 	/* (O_TRUNC of the file just made would only wait for the lease again) */
-	if (rc == 0 && (rc = rp_fs_open(FS(req), a.ino, fi->flags & ~O_TRUNC)) < 0) {
+	if (rc == 0 && (rc = create_open(FS(req), a.ino, fi->flags & ~O_TRUNC, name)) < 0) {
 		/* the create failed as a whole: the kernel never learns of the
 		 * name, so it goes too (and the inode with its last lookup) */
 		rp_resend_forget();
