@@ -36,6 +36,7 @@ enum rp_lock_rank {
 	/* pool/ */
 	RP_LK_POOL = 40,      /* rp_pool.mu: its allocation cursor and span, its reconnect */
 	RP_LK_POOL_BUFS = 42, /* rp_poolset.bufs_mu */
+	RP_LK_MISSED = 44,    /* rp_poolset.missed_mu: frees a copy missed (missed.c) */
 	/* transport/ */
 	RP_LK_BOUNCE = 48,    /* a connection's bounce buffer, held across its I/O */
 	RP_LK_CONN = 50,      /* a client connection: posting and reconnecting */

@@ -30,6 +30,10 @@ struct rp_pool {
 	struct rp_pool_sb sb;
 	_Atomic uint64_t nblocks;  /* sb.nblocks once known (0: not yet), for other threads */
 	_Atomic int error;         /* why unusable: negative errno, 0 = up (read unlocked) */
+	bool opened;               /* reached and checked when the set was opened (set once) */
+	/* moved by each adoption of another pool in its place, or of a pool
+	 * never reached before (missed.c keeps frees only for generation 0) */
+	_Atomic uint32_t identity_gen;
 	char err[320];
 	pthread_mutex_t mu;
 	uint64_t cursor;           /* next bitmap word this client looks at */
@@ -137,6 +141,10 @@ struct rp_poolset {
 	 * it; fenced once a pool refused it for a newer holder's */
 	_Atomic uint64_t fence_session, fence_epoch;
 	atomic_bool fenced;
+	/* with copies: frees a copy missed, per pool, to be given back once
+	 * it is current again (missed.c) */
+	pthread_mutex_t missed_mu;
+	struct rp_missed *missed;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */
@@ -312,6 +320,10 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count);
 /* The byte offset on pool m of the data bytes at off on pool p. */
 uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, uint64_t off);
+/* With copies: give each pool that is connected and current again the
+ * frees it missed while it was stale or away (missed.c); a rebuild calls it
+ * once the pool it filled is current. Frees call it too. */
+void rp_pool_missed_flush(struct rp_poolset *ps);
 /* Debugging the servers' key check: use a wrong key from now on. */
 void rp_pool_debug_set_rkey(struct rp_poolset *ps, uint32_t pool, uint32_t rkey);
 

@@ -37,6 +37,13 @@ int poolset_rw_single(struct rp_poolset *ps, enum rp_opcode opc, struct rp_io *i
  * missed it (a flushed rdma work request is -ECANCELED, and is a miss). */
 int poolset_write_guard(struct rp_poolset *ps);
 
+/* missed.c: frees a copy missed (see rp_pool_missed_flush) */
+int missed_init(struct rp_poolset *ps);
+void missed_fini(struct rp_poolset *ps);
+/* keep these blocks (each on the pool it names) for that pool */
+void missed_add(struct rp_poolset *ps, const struct rp_extent *v, size_t n);
+void missed_flush(struct rp_poolset *ps);
+
 /* replica.c */
 int replica_alloc(struct rp_poolset *ps, uint32_t pool, uint32_t want, struct rp_extent *out);
 int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n);

@@ -143,6 +143,10 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 	}
 	snprintf(ps->cluster_name, sizeof(ps->cluster_name), "%s", cl->name);
 	pthread_mutex_init(&ps->bufs_mu, NULL);
+	if (missed_init(ps) < 0) {
+		rp_poolset_close(ps);
+		return -ENOMEM;
+	}
 	ps->secret_len = RP_MIN(secret_len, sizeof(ps->secret));
 	memcpy(ps->secret, secret, ps->secret_len);
 	ps->connect_timeout_ms = cl->connect_timeout_ms;
@@ -173,6 +177,7 @@ int rp_poolset_open(const struct rp_cluster *cl, const uint8_t *secret, size_t s
 			}
 			continue;
 		}
+		p->opened = true;
 		uint64_t r;
 		rp_random_bytes(&r, sizeof(r));
 		/* Clients start at different places so they rarely collide. */
@@ -196,6 +201,8 @@ void rp_poolset_close(struct rp_poolset *ps)
 		rp_conn_close(ps->pools[i].conn);
 		pthread_mutex_destroy(&ps->pools[i].mu);
 	}
+	if (ps->missed)
+		missed_fini(ps);
 	free(ps->pools);
 	free(ps->ids);
 	pthread_mutex_destroy(&ps->bufs_mu);
@@ -367,6 +374,8 @@ static bool same_geometry(const struct rp_pool_sb *a, const struct rp_pool_sb *b
  * so is not written again; the first adoption of a pool never read sets it. */
 static void adopt_identity(struct rp_pool *p, const struct rp_pool_sb *sb)
 {
+	if (!p->opened || memcmp(p->sb.pool_uuid, sb->pool_uuid, 16) != 0)
+		atomic_fetch_add(&p->identity_gen, 1); /* (missed.c) */
 	atomic_store(&p->nblocks, sb->nblocks);
 	if (!p->sb.block_size && !p->sb.nblocks) {
 		p->sb = *sb;

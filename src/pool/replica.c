@@ -281,23 +281,33 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 
 int replica_free_many(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
+	missed_flush(ps); /* (what copies back since missed, first) */
 	struct rp_extent *all = calloc(n * RP_MAX_REPLICAS + 1, sizeof(*all));
-	size_t k = 0;
+	size_t k = 0, nskip = 0, end = n * RP_MAX_REPLICAS;
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t m[RP_MAX_REPLICAS];
 		unsigned nm = rp_replica_members(ps, v[i].pool, m);
-		for (unsigned j = 0; j < nm; j++)
-			if (!ps->pools[m[j]].stale && rp_pool_connected(ps, m[j])) {
-				all[k] = v[i];
-				all[k++].pool = m[j];
-			}
+		for (unsigned j = 0; j < nm; j++) {
+			all[k] = v[i];
+			all[k].pool = m[j];
+			if (!ps->pools[m[j]].stale && rp_pool_connected(ps, m[j]))
+				k++;
+			else /* (from the end down: k + nskip stays within n * max) */
+				all[end - ++nskip] = all[k];
+		}
 	}
 	/* a copy that is stale or not connected (not waited for: frees run
-	 * under the filesystem lock) keeps its bits: a leak on it, which fsck
-	 * --repair or the rebuild's leak pass gives back */
-	int rc = pool_free_many_single(ps, all, k, NULL);
+	 * under the filesystem lock) keeps its bits until it is current again
+	 * (missed.c); so do the words of a copy never sent their change (their
+	 * read failed). Words whose change was sent and not answered stay
+	 * allocated (fsck --repair): they may have changed since. */
+	struct rp_extent_list unsent = { 0 };
+	int rc = pool_free_many_single(ps, all, k, &unsent);
+	missed_add(ps, all + end - nskip, nskip);
+	missed_add(ps, unsent.v, unsent.n);
+	free(unsent.v);
 	free(all);
 	return rc;
 }

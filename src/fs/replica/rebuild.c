@@ -721,6 +721,10 @@ static int online_finish(struct rebuild *r)
 	 * (and a volume record whose head_tag matches): a replay never meets
 	 * the old pool's uuid before records written since */
 	rc = checkpoint(fs);
+	/* current again: the frees it missed while away (its old contents
+	 * still mark those blocks), given back now rather than left to fsck */
+	if (rc == 0 && !r->fresh)
+		rp_pool_missed_flush(fs->ps);
 	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
