@@ -95,20 +95,27 @@ static bool pool_ready(struct rp_poolset *ps, uint32_t pool)
 	return !atomic_load(&p->stale) && !atomic_load(&p->filling) && rp_pool_connected(ps, pool);
 }
 
+/* Take, under the lock, the list of a pool that may be given it now. */
+static struct rp_extent_list take_ready(struct rp_poolset *ps, uint32_t pool)
+{
+	struct rp_extent_list take = { 0 };
+	rp_mutex_lock(&ps->missed_mu, RP_LK_MISSED);
+	if (ps->missed[pool].l.n && pool_ready(ps, pool)) {
+		take = ps->missed[pool].l;
+		ps->missed[pool].l = (struct rp_extent_list){ 0 };
+	}
+	rp_mutex_unlock(&ps->missed_mu);
+	return take;
+}
+
 void missed_flush(struct rp_poolset *ps)
 {
 	for (uint32_t pool = 0; ps->missed && pool < ps->n; pool++) {
-		if (!ps->missed[pool].l.n || !pool_ready(ps, pool))
-			continue;
-		rp_mutex_lock(&ps->missed_mu, RP_LK_MISSED);
-		struct rp_extent_list take = ps->missed[pool].l;
-		ps->missed[pool].l = (struct rp_extent_list){ 0 };
-		rp_mutex_unlock(&ps->missed_mu);
-		if (!first_identity(ps, pool)) {
-			free(take.v); /* replaced since: not ours there */
+		struct rp_extent_list take = take_ready(ps, pool), unsent = { 0 };
+		if (!take.n || !first_identity(ps, pool)) {
+			free(take.v); /* (replaced since: not ours there) */
 			continue;
 		}
-		struct rp_extent_list unsent = { 0 };
 		uint64_t blocks = 0;
 		for (size_t i = 0; i < take.n; i++)
 			blocks += take.v[i].count;
