@@ -32,7 +32,8 @@ struct rp_pool {
 	_Atomic int error;         /* why unusable: negative errno, 0 = up (read unlocked) */
 	bool opened;               /* reached and checked when the set was opened (set once) */
 	/* moved by each adoption of another pool in its place, or of a pool
-	 * never reached before (missed.c keeps frees only for generation 0) */
+	 * never reached before, and when the caller's records name another
+	 * (missed.c keeps frees only for generation 0) */
 	_Atomic uint32_t identity_gen;
 	char err[320];
 	pthread_mutex_t mu;
@@ -324,6 +325,10 @@ uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, 
  * frees it missed while it was stale or away (missed.c); a rebuild calls it
  * once the pool it filled is current. Frees call it too. */
 void rp_pool_missed_flush(struct rp_poolset *ps);
+/* The pool at this id is not the one the caller's records name (it was
+ * replaced before the set was opened): nothing it misses is kept, and what
+ * was kept for it is dropped (missed.c). */
+void rp_pool_identity_moved(struct rp_poolset *ps, uint32_t pool);
 /* Debugging the servers' key check: use a wrong key from now on. */
 void rp_pool_debug_set_rkey(struct rp_poolset *ps, uint32_t pool, uint32_t rkey);
 

@@ -16,6 +16,7 @@
 #include <rdmapool/lock_order.h>
 #include <rdmapool/log.h>
 #include <rdmapool/pool.h>
+#include <rdmapool/util.h>
 
 #include "pool_impl.h"
 
@@ -24,8 +25,10 @@
 #include <string.h>
 
 /* a pool away for long stops collecting (its blocks leak, as before):
- * 16 bytes an entry, so at most 16 MiB for all pools */
+ * 16 bytes a run, so at most 16 MiB per pool */
 #define MISSED_MAX (1u << 20)
+/* and says so at most once a minute */
+#define MISSED_WARN_MS 60000
 
 struct rp_missed {
 	struct rp_extent_list l;  /* blocks on that pool */
@@ -82,8 +85,11 @@ void missed_add(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 		if (list_add(&ps->missed[v[i].pool].l, &v[i]) < 0)
 			lost += v[i].count;
 	}
+	static _Atomic uint64_t warned_ms;
+	uint64_t now = rp_now_ms(), last = atomic_load(&warned_ms);
 	rp_mutex_unlock(&ps->missed_mu);
-	if (lost)
+	if (lost && (!last || now - last >= MISSED_WARN_MS) &&
+	    atomic_compare_exchange_strong(&warned_ms, &last, now))
 		rp_warn("%zu blocks freed while a copy was away stay allocated on it (too many to "
 			"keep): 'rdmapool fsck --repair' gives them back", lost);
 }
@@ -120,12 +126,20 @@ void missed_flush(struct rp_poolset *ps)
 		for (size_t i = 0; i < take.n; i++)
 			blocks += take.v[i].count;
 		int rc = pool_free_many_single(ps, take.v, take.n, &unsent);
+		pool_count_settle(ps, true);
+		atomic_fetch_add(&ps->frees, 1); /* (the free count is read again) */
 		rp_info("peer %u: %llu blocks freed while it was away given back%s%s", pool,
 			(unsigned long long)blocks, rc < 0 ? ": " : "", rc < 0 ? strerror(-rc) : "");
 		missed_add(ps, unsent.v, unsent.n); /* (never sent: certainly still ours) */
 		free(unsent.v);
 		free(take.v);
 	}
+}
+
+void rp_pool_identity_moved(struct rp_poolset *ps, uint32_t pool)
+{
+	if (pool < ps->n)
+		atomic_fetch_add(&ps->pools[pool].identity_gen, 1);
 }
 
 void rp_pool_missed_flush(struct rp_poolset *ps)

@@ -23,6 +23,10 @@ struct fsck {
 	FILE *out;
 	struct rp_fsck_report *rep;
 	uint64_t **refs; /* per pool: one bit per block, set when referenced */
+	/* per pool: blocks a stale copy may hold (a pool back with its old
+	 * contents holds them; a replacement may hold another volume's
+	 * there): neither checked nor ever freed as leaks */
+	uint64_t **soft;
 	uint64_t **bitmap;
 	/* per pool: its used-block count, read just before and after its
 	 * bitmap (UINT64_MAX: not known, or it moved meanwhile) */
@@ -164,8 +168,11 @@ static void reference(struct fsck *f, const struct rp_extent *e, const char *wha
 	for (unsigned k = 0; k < nm; k++) {
 		struct rp_extent c = *e;
 		c.pool = m[k];
-		if (k == 0 || !f->ps->pools[m[k]].stale)
+		if (!f->ps->pools[m[k]].stale)
 			reference_copy(f, &c, what, ino);
+		else if (extent_in_pools(f->ps, &c))
+			for (uint64_t b = c.block; b < c.block + c.count; b++)
+				test_set(f->soft[c.pool], b);
 	}
 	if (nm > 1 && extent_in_pools(f->ps, e))
 		compare_copies(f, e, what, ino);
@@ -335,7 +342,8 @@ static int read_bitmaps(struct fsck *f, char *err, size_t errlen)
 			return rc;
 		}
 		f->refs[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
-		if (!f->refs[i])
+		f->soft[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
+		if (!f->refs[i] || !f->soft[i])
 			return -ENOMEM;
 		/* bits past the last block are set by design */
 		uint64_t words = ps->pools[i].sb.bitmap_words;
@@ -382,6 +390,8 @@ static int find_leaks(struct fsck *f, bool repair, char *err, size_t errlen)
 	for (size_t k = 0; k < ps->npeers; k++) {
 		uint32_t p = ps->ids[k];
 		const struct rp_pool_sb *sb = &ps->pools[p].sb;
+		for (uint64_t w = 0; f->soft[p] && w < sb->bitmap_words; w++)
+			f->refs[p][w] |= f->soft[p][w]; /* (a stale copy's: kept) */
 		for (uint64_t b = 0; b < sb->nblocks;) {
 			bool used = f->bitmap[p][b / 64] >> (b % 64) & 1;
 			bool ref = f->refs[p][b / 64] >> (b % 64) & 1;
@@ -465,11 +475,12 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 		goto out;
 	}
 	f.refs = calloc(ps->n, sizeof(*f.refs));
+	f.soft = calloc(ps->n, sizeof(*f.soft));
 	f.bitmap = calloc(ps->n, sizeof(*f.bitmap));
 	f.count = malloc(ps->n * sizeof(*f.count));
 	for (size_t i = 0; f.count && i < ps->n; i++)
 		f.count[i] = UINT64_MAX;
-	if (!f.refs || !f.bitmap || !f.count || (rc = read_bitmaps(&f, err, errlen)) < 0) {
+	if (!f.refs || !f.soft || !f.bitmap || !f.count || (rc = read_bitmaps(&f, err, errlen)) < 0) {
 		rc = rc ? rc : -ENOMEM;
 		goto out;
 	}
@@ -510,6 +521,9 @@ out:
 	free(f.fenced);
 	for (size_t i = 0; f.refs && i < ps->n; i++)
 		free(f.refs[i]);
+	for (size_t i = 0; f.soft && i < ps->n; i++)
+		free(f.soft[i]);
+	free(f.soft);
 	for (size_t i = 0; f.bitmap && i < ps->n; i++)
 		free(f.bitmap[i]);
 	free(f.refs);

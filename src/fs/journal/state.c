@@ -76,6 +76,7 @@ static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 	int ri = rp_poolset_replicated(fs->ps) ? place_ring_index(&fs->place.vol, id) : -1;
 	if (differs && ri >= 0) {
 		p->stale = true; /* said after replay, if no later record clears it */
+		rp_pool_identity_moved(fs->ps, id); /* (not ours: no missed frees there) */
 	} else if (differs) {
 		rp_err("peer %u holds another pool than the one this volume's data is on (it "
 		       "was formatted again, or restarted without its backing file)", id);
@@ -263,6 +264,7 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 	if (fs->vol.head_tag && tag && tag != fs->vol.head_tag && head_copies) {
 		/* replaced: the log's head is read from another copy */
 		fs->ps->pools[fs->vol.head.pool].stale = true;
+		rp_pool_identity_moved(fs->ps, fs->vol.head.pool);
 	} else if (fs->vol.head_tag && tag && tag != fs->vol.head_tag) {
 		snprintf(err, errlen, "volume \"%s\": peer %u holds another pool than the one "
 			 "its data is on (formatted again, or restarted without its backing file)",

@@ -721,11 +721,11 @@ static int online_finish(struct rebuild *r)
 	 * (and a volume record whose head_tag matches): a replay never meets
 	 * the old pool's uuid before records written since */
 	rc = checkpoint(fs);
+	rp_mutex_unlock(&fs->mu);
 	/* current again: the frees it missed while away (its old contents
 	 * still mark those blocks), given back now rather than left to fsck */
 	if (rc == 0 && !r->fresh)
 		rp_pool_missed_flush(fs->ps);
-	rp_mutex_unlock(&fs->mu);
 	return rc;
 }
 
@@ -747,15 +747,19 @@ static int online_pool(struct rebuild *r)
 		snprintf(err, sizeof(err), "a checkpoint's record is still in doubt");
 	else
 		rc = rp_pool_adopt(fs->ps, r->pool, NULL, err, sizeof(err));
+	/* an empty pool in the old one's place: nothing of ours is on it yet.
+	 * Told by the uuid the records name, as rebuild_pool does: one
+	 * replaced before this mount opened the pools is the one it knew, and
+	 * taken for ours it had its bits, another volume's since, accepted
+	 * as this volume's and its blocks overwritten by the copy (fstest 102) */
+	bool named = fs->pool_ids && fs->pool_ids[r->pool].known;
+	r->fresh = named ? memcmp(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16) != 0
+			 : knew && memcmp(before, p->sb.pool_uuid, 16) != 0;
 	rp_mutex_unlock(&fs->mu);
 	if (rc < 0) {
 		rp_warn("volume \"%s\": rebuild: %s", fs->vol.name, err);
 		return rc;
 	}
-	/* an empty pool in the old one's place: nothing of ours is on it yet */
-	r->fresh = knew ? memcmp(before, p->sb.pool_uuid, 16) != 0
-			: fs->pool_ids && fs->pool_ids[r->pool].known &&
-				  memcmp(fs->pool_ids[r->pool].uuid, p->sb.pool_uuid, 16) != 0;
 	r->done = 0;
 	r->start_ms = r->last_ms = rp_now_ms();
 	rp_info("volume \"%s\": rebuilding peer %u (%s) while mounted", fs->vol.name, r->pool,
