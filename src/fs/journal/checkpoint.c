@@ -198,7 +198,7 @@ static void checkpoint_switch(struct rp_fs *fs, struct rp_logw *nw, const struct
 	log_discard(fs, &fs->log, false);
 	held_release(fs);
 	fs->log = *nw;
-	fs->vol = *nv;
+	vol_update(&fs->vol, nv);
 	fs->log_segments_at_ckpt = (uint32_t)nw->segs.n;
 	rp_count(&fs->stats.checkpoints, 1);
 	atomic_store(&fs->log_segments, nw->segs.n);

@@ -164,7 +164,7 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 		fs->it = tmp->it;
 		tmp->it = it;
 		fs->next_ino = tmp->next_ino;
-		fs->vol = *v;
+		vol_update(&fs->vol, v);
 		fs->follow.tail = tmp->follow.tail;
 		struct rp_pool_id *ids = fs->pool_ids;
 		fs->pool_ids = tmp->pool_ids;

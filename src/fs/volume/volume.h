@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -72,6 +73,23 @@ struct rp_volrec {
 	uint32_t head_tag;       /* 32 bits of the uuid of the head's pool; 0 unknown */
 	uint64_t created_ns;
 };
+/* A mounted volume's record replaced by a newer one of the same volume
+ * (a checkpoint, a reader's reload): every field but the name, which never
+ * changes while mounted and which other threads read unlocked for their
+ * messages (writing it again, even with the same bytes, is a data race). */
+_Static_assert(sizeof(struct rp_volrec) == 136, "a field added to rp_volrec: vol_update copies it");
+static inline void vol_update(struct rp_volrec *dst, const struct rp_volrec *src)
+{
+	dst->seq = src->seq;
+	memcpy(dst->uuid, src->uuid, sizeof(dst->uuid));
+	dst->epoch = src->epoch;
+	dst->head = src->head;
+	dst->block_size = src->block_size;
+	dst->stripe_blocks = src->stripe_blocks;
+	dst->lease_ms = src->lease_ms;
+	dst->head_tag = src->head_tag;
+	dst->created_ns = src->created_ns;
+}
 /* The volume's lease period: its record's, or 1 s for records from before
  * it was kept. */
 static inline uint32_t vol_lease_period(const struct rp_volrec *r)
