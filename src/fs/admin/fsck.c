@@ -27,6 +27,9 @@ struct fsck {
 	 * contents holds them; a replacement may hold another volume's
 	 * there): neither checked nor ever freed as leaks */
 	uint64_t **soft;
+	/* the volume being checked: the pools its records name (NULL: not
+	 * known), so that a replacement's blocks are not taken for its own */
+	const struct rp_pool_id *ids;
 	uint64_t **bitmap;
 	/* per pool: its used-block count, read just before and after its
 	 * bitmap (UINT64_MAX: not known, or it moved meanwhile) */
@@ -168,9 +171,12 @@ static void reference(struct fsck *f, const struct rp_extent *e, const char *wha
 	for (unsigned k = 0; k < nm; k++) {
 		struct rp_extent c = *e;
 		c.pool = m[k];
-		if (!f->ps->pools[m[k]].stale)
+		const struct rp_pool *p = &f->ps->pools[m[k]];
+		bool replaced = f->ids && f->ids[m[k]].known &&
+				memcmp(f->ids[m[k]].uuid, p->sb.pool_uuid, 16) != 0;
+		if (!p->stale)
 			reference_copy(f, &c, what, ino);
-		else if (extent_in_pools(f->ps, &c))
+		else if (!replaced && extent_in_pools(f->ps, &c))
 			for (uint64_t b = c.block; b < c.block + c.count; b++)
 				test_set(f->soft[c.pool], b);
 	}
@@ -300,6 +306,7 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 		f->rep->errors++;
 		f->unread_volumes++;
 	}
+	f->ids = rc == 0 ? fs->pool_ids : NULL;
 	for (size_t i = 0; i < segs.n; i++) {
 		reference(f, &segs.v[i], "metadata log", 0);
 		f->rep->log_blocks += segs.v[i].count;
@@ -320,6 +327,7 @@ static int check_volume(void *arg, int slot, const struct rp_volrec *vol)
 			}
 		check_links(f, fs);
 	}
+	f->ids = NULL;
 	extvec_free(&segs);
 	fs_delete(fs);
 	return 0;

@@ -32,6 +32,7 @@ struct rebuild {
 	bool publish;         /* online: progress in the volume slot, for the tool */
 	struct rp_progress *pr; /* offline: the tool's progress display, and Ctrl-C */
 	struct rp_extvec claimed; /* fresh pool: what we claimed, given back if we stop */
+	bool unclaim_failed;  /* online: a claim could not be given back */
 	bool piecewise;       /* online: the caller throttles, outside the file's lock */
 	size_t held_from;     /* online: fs->held entries not copied yet */
 	uint8_t *buf;
@@ -102,7 +103,7 @@ static int claim_extent(struct rebuild *r, const struct rp_extent *e)
 	if (!involved)
 		return 0;
 	int rc = rp_pool_claim_exact(r->fs->ps, r->pool, e->block, e->count, r->fresh);
-	if (rc == 0 && r->fresh && !r->publish)
+	if (rc == 0 && r->fresh)
 		rc = extvec_push(&r->claimed, e);
 	if (rc < 0)
 		rp_err("peer %u: cannot claim blocks %llu+%u for a copy (%s)%s", r->pool,
@@ -552,9 +553,43 @@ static int online_claim(struct rebuild *r)
 	r->total = 0;
 	each_extent(fs, count_extent, r);
 	int rc = each_extent(fs, claim_extent, r);
+	if (rc < 0)
+		give_back(r); /* (under the locks: none of it was freed meanwhile) */
+	extvec_free(&r->claimed); /* (frees reach a filling pool from now on) */
 	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
 	return rc;
+}
+
+static int unclaim_extent(struct rebuild *r, const struct rp_extent *e)
+{
+	unsigned k;
+	bool involved;
+	source_copy(r, e, &k, &involved);
+	if (involved && rp_pool_unclaim_exact(r->fs->ps, r->pool, e->block, e->count) < 0)
+		r->unclaim_failed = true;
+	return 0;
+}
+
+/* An online fill of an empty pool that stopped after its claims, the pool
+ * stale again and not recorded current: what it claimed goes back, or the
+ * next rebuild would refuse its own claims as another volume's (the records
+ * still name the old pool) and the pool stay stale for good. The claims
+ * are the extents still listed: each was claimed and is not freed while
+ * listed, and none listed since has a copy there (nothing is allocated on
+ * a filling or stale pool). */
+static void online_give_back(struct rebuild *r)
+{
+	struct rp_fs *fs = r->fs;
+	r->unclaim_failed = false;
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
+	each_extent(fs, unclaim_extent, r);
+	rp_mutex_unlock(&fs->prealloc.mu);
+	rp_mutex_unlock(&fs->mu);
+	if (r->unclaim_failed)
+		rp_warn("peer %u: could not give back every block the stopped rebuild claimed; "
+			"'rdmapool fsck --repair' frees them", r->pool);
 }
 
 /* One file, a piece (COPY_CHUNK) at a time under its I/O lock: its reads
@@ -765,6 +800,7 @@ static int online_pool(struct rebuild *r)
 	rp_info("volume \"%s\": rebuilding peer %u (%s) while mounted", fs->vol.name, r->pool,
 		r->fresh ? "a new, empty pool" : "back with its old contents");
 	rc = online_claim(r);
+	bool claimed = rc == 0;
 	if (rc == 0)
 		rc = online_copy(r);
 	progress(r, true);
@@ -783,6 +819,8 @@ static int online_pool(struct rebuild *r)
 		if (!recorded_current || fs->ps->place.lost(fs->ps->place.lost_arg, r->pool, rc) == 0)
 			p->stale = true;
 		p->filling = false;
+		if (claimed && r->fresh && !recorded_current)
+			online_give_back(r); /* (stale first: no write reaches it now) */
 		rp_err("volume \"%s\": rebuilding peer %u failed: %s", fs->vol.name, r->pool,
 		       strerror(-rc));
 	} else {
