@@ -319,6 +319,9 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 /* Undo rp_pool_claim_exact on that pool alone (a rebuild of an empty pool
  * that stopped half way gives back what it claimed). */
 int rp_pool_unclaim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, uint32_t count);
+/* Whether every copy of pool's extents may be allocated on now (not stale,
+ * not filling, connected); true without replicas when it is connected. */
+bool rp_replica_all_usable(struct rp_poolset *ps, uint32_t pool);
 /* The byte offset on pool m of the data bytes at off on pool p. */
 uint64_t rp_replica_offset(const struct rp_poolset *ps, uint32_t p, uint32_t m, uint64_t off);
 /* With copies: give each pool that is connected and current again the

@@ -113,6 +113,16 @@ static bool usable(struct rp_poolset *ps, uint32_t pool)
 	return !ps->pools[pool].stale && !ps->pools[pool].filling && rp_pool_connected(ps, pool);
 }
 
+bool rp_replica_all_usable(struct rp_poolset *ps, uint32_t pool)
+{
+	uint32_t m[RP_MAX_REPLICAS];
+	unsigned nm = rp_replica_members(ps, pool, m);
+	for (unsigned j = 0; j < nm; j++)
+		if (!usable(ps, m[j]))
+			return false;
+	return true;
+}
+
 /* ---- allocation: the same free run claimed on every copy's pool ---- */
 
 static int clear_bits(struct rp_pool *p, uint64_t w, uint64_t v, uint64_t mask)
@@ -254,23 +264,35 @@ int rp_pool_claim_exact(struct rp_poolset *ps, uint32_t pool, uint64_t block, ui
 	struct rp_pool *p = &ps->pools[pool];
 	if (count == 0 || block + count > p->sb.nblocks)
 		return -EINVAL;
-	for (uint64_t b = block, end = block + count; b < end;) {
+	uint64_t b = block, end = block + count;
+	while (b < end) {
 		unsigned bit = (unsigned)(b % 64), len = (unsigned)RP_MIN(end - b, 64 - bit);
 		uint64_t mask = rp_bitmap_mask(bit, len), w = b / 64, v, old;
 		if ((rc = rp_conn_faa(p->conn, pool_word_off(p, w), 0, &v)) < 0)
-			return rc;
+			break;
 		for (;;) {
-			if (fresh && (v & mask))
-				return -EEXIST;
+			if (fresh && (v & mask)) {
+				rc = -EEXIST;
+				break;
+			}
 			if ((v & mask) == mask)
 				break;
 			if ((rc = pool_cas(p, pool_word_off(p, w), v, v | mask, &old)) < 0)
-				return rc;
+				break;
 			if (old == v)
 				break;
 			v = old;
 		}
+		if (rc < 0)
+			break;
 		b += len;
+	}
+	if (rc < 0) {
+		/* on an empty pool every bit before b is ours, set just now: back
+		 * (else the next rebuild refuses them as another volume's) */
+		if (fresh && b > block)
+			unclaim_exact(ps, pool, block, (uint32_t)(b - block));
+		return rc;
 	}
 	p->span_n = 0; /* the cached span may not show these */
 	pool_count_settle(ps, false); /* (a rebuild's claims: by the batch, as allocations) */

@@ -46,6 +46,13 @@ bool prealloc_take(struct rp_fs *fs, uint32_t pool, uint32_t want, struct rp_ext
 	bool got = false;
 	if (!prealloc_enabled(fs) || pool >= fs->ps->n)
 		return false;
+	/* a run claimed while every copy was current is not carved while one
+	 * is stale or filling: its blocks there may be another volume's now
+	 * (a replacement), and the rebuild claims only what is listed (review
+	 * 50: a piece carved before its claims and mapped after them was
+	 * written over, and given back, as the volume's) */
+	if (rp_poolset_replicated(fs->ps) && !rp_replica_all_usable(fs->ps, pool))
+		return false;
 	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
 	struct rp_extent *r = &fs->prealloc.by_peer[pool];
 	if (r->count) {

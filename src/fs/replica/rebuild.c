@@ -584,6 +584,11 @@ static void online_give_back(struct rebuild *r)
 	r->unclaim_failed = false;
 	rp_mutex_lock(&fs->mu, RP_LK_FS);
 	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
+	/* stale under the locks the lists change under: a free after this
+	 * skips the pool and drops its extent from the lists, one before it
+	 * reached the pool; either way what is listed now is claimed there */
+	fs->ps->pools[r->pool].stale = true;
+	fs->ps->pools[r->pool].filling = false;
 	each_extent(fs, unclaim_extent, r);
 	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
@@ -816,11 +821,14 @@ static int online_pool(struct rebuild *r)
 		struct rp_volplace pl = place_snapshot(fs);
 		int ri = place_ring_index(&pl, r->pool);
 		bool recorded_current = ri >= 0 && !(pl.stale & (1u << ri));
-		if (!recorded_current || fs->ps->place.lost(fs->ps->place.lost_arg, r->pool, rc) == 0)
-			p->stale = true;
-		p->filling = false;
-		if (claimed && r->fresh && !recorded_current)
-			online_give_back(r); /* (stale first: no write reaches it now) */
+		if (claimed && r->fresh && !recorded_current) {
+			online_give_back(r); /* (stale first, under the lists' locks) */
+		} else {
+			if (!recorded_current ||
+			    fs->ps->place.lost(fs->ps->place.lost_arg, r->pool, rc) == 0)
+				p->stale = true;
+			p->filling = false;
+		}
 		rp_err("volume \"%s\": rebuilding peer %u failed: %s", fs->vol.name, r->pool,
 		       strerror(-rc));
 	} else {
