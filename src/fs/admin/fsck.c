@@ -23,9 +23,9 @@ struct fsck {
 	FILE *out;
 	struct rp_fsck_report *rep;
 	uint64_t **refs; /* per pool: one bit per block, set when referenced */
-	/* per pool: blocks a stale copy may hold (a pool back with its old
-	 * contents holds them; a replacement may hold another volume's
-	 * there): neither checked nor ever freed as leaks */
+	/* per pool: blocks a stale copy on a pool back with its old contents
+	 * holds: neither checked nor ever freed as leaks (a stale copy on a
+	 * replacement is not the volume's: not counted at all) */
 	uint64_t **soft;
 	/* the volume being checked: the pools its records name (NULL: not
 	 * known), so that a replacement's blocks are not taken for its own */
