@@ -6,7 +6,7 @@
 # used (scripts/test-package.sh), the rdma transport for real in a Soft-RoCE
 # VM (make check-rdma), make check again under ASan and UBSan (make
 # check-sanitizers), the concurrency-heavy fstests under TSan (make
-# check-tsan), and each fuzz target for 30 s (make check-fuzz).
+# check-tsan), and each fuzz target for 30 s, two at a time (make check-fuzz).
 # Usage: sudo scripts/run-tests.sh   (root: the tests mount FUSE filesystems)
 set -euo pipefail
 cd "$(dirname "$0")/.."
