@@ -146,6 +146,9 @@ struct rp_poolset {
 	 * it is current again (missed.c) */
 	pthread_mutex_t missed_mu;
 	struct rp_missed *missed;
+	/* extents kept in all (read unlocked: every free looks at it first,
+	 * and takes missed_mu only when something is kept) */
+	_Atomic size_t missed_runs;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */

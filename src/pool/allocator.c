@@ -362,24 +362,9 @@ static int keep_unsent(const struct word_free *f, struct rp_extent_list *unsent)
 		unsigned len = 0;
 		while (bit + len < 64 && (f->mask >> (bit + len) & 1))
 			len++;
-		uint64_t block = f->w * 64 + bit;
-		struct rp_extent *last = unsent->n ? &unsent->v[unsent->n - 1] : NULL;
-		if (last && last->pool == f->pool && last->block + last->count == block &&
-		    last->count <= UINT32_MAX - len) {
-			last->count += len; /* (one extent, not one per word) */
-			bit += len;
-			continue;
-		}
-		if (unsent->n == unsent->cap) {
-			size_t cap = unsent->cap ? 2 * unsent->cap : 16;
-			struct rp_extent *nv = realloc(unsent->v, cap * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM; /* (these stay allocated: a leak) */
-			unsent->v = nv;
-			unsent->cap = cap;
-		}
-		unsent->v[unsent->n++] = (struct rp_extent){ .pool = f->pool, .block = block,
-							     .count = len };
+		struct rp_extent e = { .pool = f->pool, .block = f->w * 64 + bit, .count = len };
+		if (extent_list_append(unsent, &e, SIZE_MAX / sizeof(e)) < 0)
+			return -ENOMEM; /* (these stay allocated: a leak) */
 		bit += len;
 	}
 	return 0;

@@ -56,25 +56,6 @@ void missed_fini(struct rp_poolset *ps)
 	pthread_mutex_destroy(&ps->missed_mu);
 }
 
-static int list_add(struct rp_extent_list *l, const struct rp_extent *e)
-{
-	struct rp_extent *last = l->n ? &l->v[l->n - 1] : NULL;
-	if (last && last->block + last->count == e->block && last->count <= UINT32_MAX - e->count) {
-		last->count += e->count;
-		return 0;
-	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct rp_extent *nv = cap <= MISSED_MAX ? realloc(l->v, cap * sizeof(*nv)) : NULL;
-		if (!nv)
-			return -ENOMEM;
-		l->v = nv;
-		l->cap = cap;
-	}
-	l->v[l->n++] = *e;
-	return 0;
-}
-
 void missed_add(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 {
 	size_t lost = 0;
@@ -82,8 +63,11 @@ void missed_add(struct rp_poolset *ps, const struct rp_extent *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (v[i].pool >= ps->n || !ps->missed || !first_identity(ps, v[i].pool))
 			continue; /* (a leak, as before) */
-		if (list_add(&ps->missed[v[i].pool].l, &v[i]) < 0)
+		struct rp_extent_list *l = &ps->missed[v[i].pool].l;
+		size_t before = l->n;
+		if (extent_list_append(l, &v[i], MISSED_MAX) < 0)
 			lost += v[i].count;
+		atomic_fetch_add(&ps->missed_runs, l->n - before);
 	}
 	static _Atomic uint64_t warned_ms;
 	uint64_t now = rp_now_ms(), last = atomic_load(&warned_ms);
@@ -109,6 +93,7 @@ static struct rp_extent_list take_ready(struct rp_poolset *ps, uint32_t pool)
 	if (ps->missed[pool].l.n && pool_ready(ps, pool)) {
 		take = ps->missed[pool].l;
 		ps->missed[pool].l = (struct rp_extent_list){ 0 };
+		atomic_fetch_sub(&ps->missed_runs, take.n);
 	}
 	rp_mutex_unlock(&ps->missed_mu);
 	return take;
@@ -116,6 +101,8 @@ static struct rp_extent_list take_ready(struct rp_poolset *ps, uint32_t pool)
 
 void missed_flush(struct rp_poolset *ps)
 {
+	if (!atomic_load(&ps->missed_runs))
+		return; /* (the common case: nothing kept, no lock taken) */
 	for (uint32_t pool = 0; ps->missed && pool < ps->n; pool++) {
 		struct rp_extent_list take = take_ready(ps, pool), unsent = { 0 };
 		if (!take.n || !first_identity(ps, pool)) {

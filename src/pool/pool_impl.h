@@ -14,6 +14,9 @@ int pool_free_single(struct rp_poolset *ps, const struct rp_extent *e);
 int pool_free_many_single(struct rp_poolset *ps, const struct rp_extent *v, size_t n,
 			  struct rp_extent_list *unsent);
 uint64_t pool_word_off(const struct rp_pool *p, uint64_t w);
+/* extent_list.c: add e to l, merged into the last extent when it continues
+ * it; -ENOMEM when l would grow past max extents (l unchanged) */
+int extent_list_append(struct rp_extent_list *l, const struct rp_extent *e, size_t max);
 /* io.c: register every buffer of the set with a pool connected late */
 int bufs_register(struct rp_poolset *ps, uint32_t pool);
 /* io.c: every io to the pool it names */

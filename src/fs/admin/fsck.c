@@ -164,6 +164,22 @@ static void compare_copies(struct fsck *f, const struct rp_extent *e, const char
 	free(b);
 }
 
+/* A stale copy's blocks on a pool back with its old contents: kept as the
+ * volume's, neither checked nor leaks (the bitmap made on first use: most
+ * volumes have no stale copy). */
+static void soft_reference(struct fsck *f, const struct rp_extent *c)
+{
+	uint64_t **soft = &f->soft[c->pool];
+	if (!*soft && !(*soft = calloc(f->ps->pools[c->pool].sb.bitmap_words, 8))) {
+		fprintf(f->out, "peer %u: out of memory for its stale copies' blocks: the leaks "
+			"found there may be the volume's\n", c->pool);
+		f->rep->errors++;
+		return;
+	}
+	for (uint64_t b = c->block; b < c->block + c->count; b++)
+		test_set(*soft, b);
+}
+
 static void reference(struct fsck *f, const struct rp_extent *e, const char *what, uint64_t ino)
 {
 	uint32_t m[RP_MAX_REPLICAS];
@@ -177,8 +193,7 @@ static void reference(struct fsck *f, const struct rp_extent *e, const char *wha
 		if (!p->stale)
 			reference_copy(f, &c, what, ino);
 		else if (!replaced && extent_in_pools(f->ps, &c))
-			for (uint64_t b = c.block; b < c.block + c.count; b++)
-				test_set(f->soft[c.pool], b);
+			soft_reference(f, &c);
 	}
 	if (nm > 1 && extent_in_pools(f->ps, e))
 		compare_copies(f, e, what, ino);
@@ -350,8 +365,7 @@ static int read_bitmaps(struct fsck *f, char *err, size_t errlen)
 			return rc;
 		}
 		f->refs[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
-		f->soft[i] = calloc(ps->pools[i].sb.bitmap_words, 8);
-		if (!f->refs[i] || !f->soft[i])
+		if (!f->refs[i])
 			return -ENOMEM;
 		/* bits past the last block are set by design */
 		uint64_t words = ps->pools[i].sb.bitmap_words;
