@@ -212,6 +212,12 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
  * 0, or a negative errno with the reason in err. */
 int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
 		  size_t errlen);
+/* rp_pool_ensure, and a pool down when the set was opened (and not adopted
+ * since) connected as the open would have: rp_pool_adopt without an
+ * expected uuid, so which pool it holds is the caller's to check against
+ * the volume's records, as for every pool found at the open. Nothing is
+ * kept for it in missed.c (not the pool found at the open). */
+int rp_pool_reach(struct rp_poolset *ps, uint32_t pool);
 /* Whether the pool's server holds the pool with this uuid now (0, -ESTALE
  * when another, or why it could not be asked), connecting if need be; what
  * the client knows of the pool is left as it is, and a connection to

@@ -456,6 +456,15 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 		snprintf(err, errlen, "peer %u: not a pool of this cluster under this peer id", pool);
 		rc = -EINVAL;
 	}
+	/* (the checks of the open, for a pool it never reached) */
+	if (rc == 0 && (sb.block_size != ps->block_size ||
+			sb.region_size != rp_conn_region_size(p->conn))) {
+		snprintf(err, errlen, "peer %u: the pool has %u-byte blocks and %llu bytes, the "
+			 "cluster file says %u-byte blocks and the server exposes %llu", pool,
+			 sb.block_size, (unsigned long long)sb.region_size, ps->block_size,
+			 (unsigned long long)rp_conn_region_size(p->conn));
+		rc = -EINVAL;
+	}
 	if (rc == 0 && expect_uuid && memcmp(sb.pool_uuid, expect_uuid, 16) != 0) {
 		snprintf(err, errlen, "peer %u holds another pool than the one the volume's records "
 			 "name", pool);
@@ -484,6 +493,18 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 	atomic_store(&p->validating, false);
 	rp_mutex_unlock(&p->mu);
 	return rc < 0 ? rc : bufs_register(ps, pool);
+}
+
+int rp_pool_reach(struct rp_poolset *ps, uint32_t pool)
+{
+	if (pool >= ps->n || ps->pools[pool].opened || atomic_load(&ps->pools[pool].identity_gen))
+		return rp_pool_ensure(ps, pool);
+	char err[320];
+	int rc = rp_pool_adopt(ps, pool, NULL, err, sizeof(err));
+	if (rc == 0)
+		rp_info("peer %u (%s:%u): reached, down when the pools were opened", pool,
+			ps->pools[pool].peer.host, ps->pools[pool].peer.port);
+	return rc;
 }
 
 bool rp_pool_connected(const struct rp_poolset *ps, uint32_t pool)

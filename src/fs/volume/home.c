@@ -834,7 +834,7 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 			break;
 		}
 		for (uint32_t i = 0; i < v->missing.n; i++)
-			rp_pool_ensure(ps, v->missing.id[i]); /* reconnect, if it is back */
+			rp_pool_reach(ps, v->missing.id[i]); /* (re)connect, if it is back */
 		rp_sleep_ms(QUORUM_POLL_MS);
 	}
 	if (rc == 0) {
