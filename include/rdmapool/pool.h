@@ -56,6 +56,9 @@ struct rp_pool {
 	_Atomic bool filling;
 	/* reconnected, its superblock not checked yet: not up for anyone */
 	_Atomic bool validating;
+	/* Replicated volumes: data writes between their look at stale and
+	 * their end (replica.c), for rp_pool_writes_drain. */
+	_Atomic uint32_t writes_in;
 	/* The pool keeps a used-block count (RP_COUNT_OFFSET; false: a pool
 	 * from an older server, whose bitmap is read instead). Our CASes'
 	 * changes to it wait in count_pending until the next flush (a free,
@@ -218,6 +221,11 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
  * the volume's records, as for every pool found at the open. Nothing is
  * kept for it in missed.c (not the pool found at the open). */
 int rp_pool_reach(struct rp_poolset *ps, uint32_t pool);
+/* Wait until every data write to copies that found the pool not stale has
+ * ended (landed, or failed for good): the caller set stale first, so none
+ * can start after. Up to ms; 0, or -ETIMEDOUT while one is still under
+ * way (a write waiting for a reconnect takes up to the connect timeout). */
+int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms);
 /* Whether the pool's server holds the pool with this uuid now (0, -ESTALE
  * when another, or why it could not be asked), connecting if need be; what
  * the client knows of the pool is left as it is, and a connection to

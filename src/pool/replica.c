@@ -358,6 +358,48 @@ static int report_lost(struct rp_poolset *ps, const struct rp_io *ex, size_t nex
 	return rc;
 }
 
+/* The writes counted in (write_copies) have ended: landed or failed, and
+ * a failed one never lands later (a timed-out or reset connection is
+ * dropped, its requests with it: rdmapool(7), Fencing). */
+static void writes_out(struct rp_poolset *ps, const struct rp_io *ex, size_t nex)
+{
+	for (size_t j = 0; j < nex; j++)
+		atomic_fetch_sub(&ps->pools[ex[j].pool].writes_in, 1);
+}
+
+int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms)
+{
+	if (pool >= ps->n)
+		return -EINVAL;
+	for (uint64_t end = rp_now_ms() + ms; atomic_load(&ps->pools[pool].writes_in);) {
+		if (rp_now_ms() >= end)
+			return -ETIMEDOUT;
+		rp_sleep_ms(1);
+	}
+	return 0;
+}
+
+#ifdef RP_TEST_HOOKS
+/* Tests only (fstest 105): RP_TEST_FILLING_WRITE_STALL_MS=N holds the first
+ * write with a copy on a filling pool for N ms after its look at stale, as
+ * a wait for a reconnect would hold it. */
+static void test_stall_filling(struct rp_poolset *ps, const struct rp_io *ex, size_t nex)
+{
+	static atomic_bool done;
+	const char *v = getenv("RP_TEST_FILLING_WRITE_STALL_MS");
+	for (size_t j = 0; v && j < nex; j++) {
+		uint32_t pool = ex[j].pool;
+		if (!atomic_load(&ps->pools[pool].filling) || atomic_exchange(&done, true))
+			continue;
+		rp_warn("RP_TEST_FILLING_WRITE_STALL_MS: a write to filling peer %u held %s ms",
+			pool, v);
+		rp_sleep_ms((uint64_t)atol(v));
+		rp_warn("RP_TEST_FILLING_WRITE_STALL_MS: the held write to peer %u goes on", pool);
+		return;
+	}
+}
+#endif
+
 static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 {
 	struct rp_io *ex = calloc(n * RP_MAX_REPLICAS, sizeof(*ex));
@@ -375,8 +417,16 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 		for (size_t i = 0; i < n; i++) {
 			uint32_t m[RP_MAX_REPLICAS];
 			unsigned nm = rp_replica_members(ps, ios[i].pool, m);
-			if (k >= nm || ps->pools[m[k]].stale)
+			if (k >= nm)
 				continue;
+			/* counted before the look at stale, which a give-back
+			 * sets before it waits for the count (rp_pool_writes_drain):
+			 * either this write sees stale, or the give-back sees it */
+			atomic_fetch_add(&ps->pools[m[k]].writes_in, 1);
+			if (atomic_load(&ps->pools[m[k]].stale)) {
+				atomic_fetch_sub(&ps->pools[m[k]].writes_in, 1);
+				continue;
+			}
 			ex[nex] = ios[i];
 			ex[nex].pool = m[k];
 			ex[nex].off = rp_replica_offset(ps, ios[i].pool, m[k], ios[i].off);
@@ -391,10 +441,14 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			reconnected |= waited;
 			owner[nex++] = i;
 		}
+#ifdef RP_TEST_HOOKS
+	test_stall_filling(ps, ex, nex);
+#endif
 	/* the caller's lease guard was asked before these reconnects, which
 	 * may have taken seconds: ask it again before anything is posted (a
 	 * write refused here misses no copy: none is marked stale) */
 	if (reconnected && poolset_write_guard(ps) < 0) {
+		writes_out(ps, ex, nex);
 		for (size_t i = 0; i < n; i++)
 			ios[i].status = -EIO;
 		free(ex);
@@ -426,6 +480,7 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 		if (ios[i].status < 0 && rc == 0)
 			rc = ios[i].status;
 	}
+	writes_out(ps, ex, nex);
 	free(ex);
 	free(owner);
 	return rc;

@@ -577,7 +577,9 @@ static int unclaim_extent(struct rebuild *r, const struct rp_extent *e)
  * still name the old pool) and the pool stay stale for good. The claims
  * are the extents still listed: each was claimed and is not freed while
  * listed, and none listed since has a copy there (nothing is allocated on
- * a filling or stale pool). */
+ * a filling or stale pool). Not before every write that found the pool
+ * current has ended: one that chose it and then waited for a reconnect
+ * would land on a block given back, maybe another volume's by then. */
 static void online_give_back(struct rebuild *r)
 {
 	struct rp_fs *fs = r->fs;
@@ -586,15 +588,29 @@ static void online_give_back(struct rebuild *r)
 	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
 	/* stale under the locks the lists change under: a free after this
 	 * skips the pool and drops its extent from the lists, one before it
-	 * reached the pool; either way what is listed now is claimed there */
+	 * reached the pool; either way what is listed now (or later) is
+	 * claimed there */
 	fs->ps->pools[r->pool].stale = true;
 	fs->ps->pools[r->pool].filling = false;
+	rp_mutex_unlock(&fs->prealloc.mu);
+	rp_mutex_unlock(&fs->mu);
+	uint64_t bound = fs->ps->connect_timeout_ms + 2ull * fs->ps->op_timeout_ms + 1000;
+	if (rp_pool_writes_drain(fs->ps, r->pool, bound) < 0) {
+		rp_warn("peer %u: a write to it is still under way after %llu ms: the blocks the "
+			"stopped rebuild claimed stay allocated ('rdmapool fsck --repair' frees them)",
+			r->pool, (unsigned long long)bound);
+		return;
+	}
+	rp_mutex_lock(&fs->mu, RP_LK_FS);
+	rp_mutex_lock(&fs->prealloc.mu, RP_LK_PREALLOC);
 	each_extent(fs, unclaim_extent, r);
 	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
 	if (r->unclaim_failed)
 		rp_warn("peer %u: could not give back every block the stopped rebuild claimed; "
 			"'rdmapool fsck --repair' frees them", r->pool);
+	else
+		rp_info("peer %u: the blocks the stopped rebuild claimed are given back", r->pool);
 }
 
 /* One file, a piece (COPY_CHUNK) at a time under its I/O lock: its reads
