@@ -90,7 +90,8 @@ static struct rp_extent_list take_ready(struct rp_poolset *ps, uint32_t pool)
 {
 	struct rp_extent_list take = { 0 };
 	rp_mutex_lock(&ps->missed_mu, RP_LK_MISSED);
-	if (ps->missed[pool].l.n && pool_ready(ps, pool)) {
+	/* (one no longer the pool found at the open: dropped, by the caller) */
+	if (ps->missed[pool].l.n && (pool_ready(ps, pool) || !first_identity(ps, pool))) {
 		take = ps->missed[pool].l;
 		ps->missed[pool].l = (struct rp_extent_list){ 0 };
 		atomic_fetch_sub(&ps->missed_runs, take.n);

@@ -27,6 +27,7 @@ struct fsck {
 	 * holds: neither checked nor ever freed as leaks (a stale copy on a
 	 * replacement is not the volume's: not counted at all) */
 	uint64_t **soft;
+	bool soft_nomem; /* one could not be made: no leak is freed */
 	/* the volume being checked: the pools its records name (NULL: not
 	 * known), so that a replacement's blocks are not taken for its own */
 	const struct rp_pool_id *ids;
@@ -171,8 +172,10 @@ static void soft_reference(struct fsck *f, const struct rp_extent *c)
 {
 	uint64_t **soft = &f->soft[c->pool];
 	if (!*soft && !(*soft = calloc(f->ps->pools[c->pool].sb.bitmap_words, 8))) {
-		fprintf(f->out, "peer %u: out of memory for its stale copies' blocks: the leaks "
-			"found there may be the volume's\n", c->pool);
+		if (!f->soft_nomem)
+			fprintf(f->out, "peer %u: out of memory for its stale copies' blocks: the "
+				"leaks found may be the volume's, none is freed\n", c->pool);
+		f->soft_nomem = true;
 		f->rep->errors++;
 		return;
 	}
@@ -531,7 +534,7 @@ int rp_fs_fsck(struct rp_poolset *ps, bool repair, FILE *out, struct rp_fsck_rep
 	if (repair && rc == 0 && (rc = refence(&f)) < 0)
 		snprintf(err, errlen, "setting the leases' fences again before freeing leaks: %s%s",
 			 strerror(-rc), rc == -ENOLCK ? " (a newer holder: nothing freed)" : "");
-	int lrc = find_leaks(&f, repair && rc == 0, err, errlen);
+	int lrc = find_leaks(&f, repair && rc == 0 && !f.soft_nomem, err, errlen);
 	if (lrc == -EINTR)
 		snprintf(err, errlen, "interrupted: %llu leaked blocks freed, the rest left as they were",
 			 (unsigned long long)rep->repaired);
