@@ -56,6 +56,7 @@ struct rp_pool {
 	_Atomic bool filling;
 	/* reconnected, its superblock not checked yet: not up for anyone */
 	_Atomic bool validating;
+	_Atomic uint64_t reach_ms; /* last rp_pool_reach attempt to adopt it */
 	/* Replicated volumes: data writes between their look at stale and
 	 * their end (replica.c), for rp_pool_writes_drain. */
 	_Atomic uint32_t writes_in;
@@ -152,6 +153,9 @@ struct rp_poolset {
 	/* extents kept in all (read unlocked: every free looks at it first,
 	 * and takes missed_mu only when something is kept) */
 	_Atomic size_t missed_runs;
+	/* rp_pool_reach adopts pools down since the open (set by the fs layer
+	 * only while it finds the volume, before it reads any record) */
+	atomic_bool reach_down;
 };
 
 /* The k-th listed pool, k taken modulo their number: for spreading. */
@@ -215,17 +219,25 @@ int rp_pool_ensure(struct rp_poolset *ps, uint32_t pool);
  * 0, or a negative errno with the reason in err. */
 int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uuid, char *err,
 		  size_t errlen);
-/* rp_pool_ensure, and a pool down when the set was opened (and not adopted
- * since) connected as the open would have: rp_pool_adopt without an
- * expected uuid, so which pool it holds is the caller's to check against
- * the volume's records, as for every pool found at the open. Nothing is
- * kept for it in missed.c (not the pool found at the open). */
+/* rp_pool_ensure, and, while ps->reach_down is set, a pool down when the
+ * set was opened (and not adopted since) connected as the open would have:
+ * rp_pool_adopt without an expected uuid, at most once a second, so which
+ * pool it holds is the caller's to check against the volume's records
+ * (read after, as for every pool found at the open). Nothing is kept for
+ * it in missed.c (not the pool found at the open). */
 int rp_pool_reach(struct rp_poolset *ps, uint32_t pool);
 /* Wait until every data write to copies that found the pool not stale has
  * ended (landed, or failed for good): the caller set stale first, so none
  * can start after. Up to ms; 0, or -ETIMEDOUT while one is still under
- * way (a write waiting for a reconnect takes up to the connect timeout). */
+ * way (a write may wait for another thread's reconnect and then make its
+ * own, and try once more on a new connection: three connect timeouts and
+ * two operation timeouts). */
 int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms);
+/* rp_pool_write of a copy's data blocks outside rp_poolset_rw (a resync of
+ * diverged copies): counted as rp_poolset_rw counts its writes, and
+ * -ESTALE (nothing sent) once the pool is stale. */
+int rp_pool_write_copy(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf,
+		       size_t len);
 /* Whether the pool's server holds the pool with this uuid now (0, -ESTALE
  * when another, or why it could not be asked), connecting if need be; what
  * the client knows of the pool is left as it is, and a connection to

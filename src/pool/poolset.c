@@ -495,10 +495,18 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 	return rc < 0 ? rc : bufs_register(ps, pool);
 }
 
+/* how often rp_pool_reach tries a pool down since the open */
+#define REACH_EVERY_MS 1000
+
 int rp_pool_reach(struct rp_poolset *ps, uint32_t pool)
 {
-	if (pool >= ps->n || ps->pools[pool].opened || atomic_load(&ps->pools[pool].identity_gen))
+	if (!atomic_load(&ps->reach_down) || pool >= ps->n || ps->pools[pool].opened ||
+	    atomic_load(&ps->pools[pool].identity_gen))
 		return rp_pool_ensure(ps, pool);
+	uint64_t now = rp_now_ms(), last = atomic_load(&ps->pools[pool].reach_ms);
+	if (now - last < REACH_EVERY_MS ||
+	    !atomic_compare_exchange_strong(&ps->pools[pool].reach_ms, &last, now))
+		return -ENOTCONN;
 	char err[320];
 	int rc = rp_pool_adopt(ps, pool, NULL, err, sizeof(err));
 	if (rc == 0)

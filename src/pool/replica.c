@@ -34,7 +34,8 @@ int rp_poolset_set_placement(struct rp_poolset *ps, const struct rp_placement *p
 		return 0;
 	/* A pool down since the start has no known geometry; its copies have
 	 * the same block numbers, so borrow a copy's for the offset arithmetic
-	 * (it is never reached: it stays down for this process). */
+	 * (the data path never reaches it: only a rebuild adopts it, and
+	 * checks that its geometry is this one). */
 	for (uint32_t i = 0; i < pl->nring; i++) {
 		struct rp_pool *p = &ps->pools[pl->ring[i]];
 		if (p->sb.magic)
@@ -381,15 +382,19 @@ int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms)
 
 #ifdef RP_TEST_HOOKS
 /* Tests only (fstest 105): RP_TEST_FILLING_WRITE_STALL_MS=N holds the first
- * write with a copy on a filling pool for N ms after its look at stale, as
- * a wait for a reconnect would hold it. */
+ * write with a copy on a filling pool whose bytes start with "RPHOLD" for
+ * N ms after its look at stale, as a wait for a reconnect would hold it
+ * (the marker: a data write of the test's, not a log flush, which holds
+ * fs->mu and so would keep the give-back waiting without any count). */
 static void test_stall_filling(struct rp_poolset *ps, const struct rp_io *ex, size_t nex)
 {
 	static atomic_bool done;
 	const char *v = getenv("RP_TEST_FILLING_WRITE_STALL_MS");
 	for (size_t j = 0; v && j < nex; j++) {
 		uint32_t pool = ex[j].pool;
-		if (!atomic_load(&ps->pools[pool].filling) || atomic_exchange(&done, true))
+		const char *b = (const char *)rp_buf_data(ex[j].buf) + ex[j].buf_off;
+		if (!atomic_load(&ps->pools[pool].filling) || ex[j].len < 6 ||
+		    memcmp(b, "RPHOLD", 6) != 0 || atomic_exchange(&done, true))
 			continue;
 		rp_warn("RP_TEST_FILLING_WRITE_STALL_MS: a write to filling peer %u held %s ms",
 			pool, v);
@@ -399,6 +404,18 @@ static void test_stall_filling(struct rp_poolset *ps, const struct rp_io *ex, si
 	}
 }
 #endif
+
+int rp_pool_write_copy(struct rp_poolset *ps, uint32_t pool, uint64_t off, const void *buf,
+		       size_t len)
+{
+	if (pool >= ps->n)
+		return -ENODEV;
+	struct rp_pool *p = &ps->pools[pool];
+	atomic_fetch_add(&p->writes_in, 1); /* (before the look, as in write_copies) */
+	int rc = atomic_load(&p->stale) ? -ESTALE : rp_pool_write(ps, pool, off, buf, len);
+	atomic_fetch_sub(&p->writes_in, 1);
+	return rc;
+}
 
 static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 {
@@ -468,6 +485,7 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 			npost++;
 		}
 	poolset_rw_single(ps, RP_OP_WRITE, ex, npost);
+	writes_out(ps, ex, nex); /* (landed or failed: report_lost writes no data) */
 	int lost = report_lost(ps, ex, nex);
 	for (size_t i = 0; i < n; i++)
 		ios[i].status = -EIO; /* until a copy is known written */
@@ -480,7 +498,6 @@ static int write_copies(struct rp_poolset *ps, struct rp_io *ios, size_t n)
 		if (ios[i].status < 0 && rc == 0)
 			rc = ios[i].status;
 	}
-	writes_out(ps, ex, nex);
 	free(ex);
 	free(owner);
 	return rc;

@@ -267,10 +267,13 @@ static int resync_extent(struct rebuild *r, const struct rp_extent *e)
 		uint32_t n = (uint32_t)RP_MIN(left, (uint64_t)COPY_CHUNK);
 		int rc = rp_pool_read_copy(ps, e->pool, src, off, r->buf, n);
 		for (unsigned k = 0; rc == 0 && k < nm; k++) {
-			if (k == src || ps->pools[m[k]].stale)
+			if (k == src)
 				continue;
-			int wrc = rp_pool_write(ps, m[k], rp_replica_offset(ps, e->pool, m[k], off),
-						r->buf, n);
+			/* (counted: a give-back of a stopped fill waits for it) */
+			int wrc = rp_pool_write_copy(ps, m[k], rp_replica_offset(ps, e->pool, m[k], off),
+						     r->buf, n);
+			if (wrc == -ESTALE && ps->pools[m[k]].stale)
+				continue;
 			/* a copy that cannot be written is recorded stale, as in writes */
 			if (wrc < 0 && (rc = ps->place.lost(ps->place.lost_arg, m[k], wrc)) == 0)
 				ps->pools[m[k]].stale = true;
@@ -594,7 +597,7 @@ static void online_give_back(struct rebuild *r)
 	fs->ps->pools[r->pool].filling = false;
 	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
-	uint64_t bound = fs->ps->connect_timeout_ms + 2ull * fs->ps->op_timeout_ms + 1000;
+	uint64_t bound = 3ull * fs->ps->connect_timeout_ms + 2ull * fs->ps->op_timeout_ms + 1000;
 	if (rp_pool_writes_drain(fs->ps, r->pool, bound) < 0) {
 		rp_warn("peer %u: a write to it is still under way after %llu ms: the blocks the "
 			"stopped rebuild claimed stay allocated ('rdmapool fsck --repair' frees them)",

@@ -833,8 +833,11 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 			rc = -EHOSTUNREACH;
 			break;
 		}
+		/* (re)connect, if it is back; one down since the open only
+		 * when its connect timeout ends before the deadline */
+		bool reach = rp_now_ms() + ps->connect_timeout_ms < deadline;
 		for (uint32_t i = 0; i < v->missing.n; i++)
-			rp_pool_reach(ps, v->missing.id[i]); /* (re)connect, if it is back */
+			reach ? rp_pool_reach(ps, v->missing.id[i]) : rp_pool_ensure(ps, v->missing.id[i]);
 		rp_sleep_ms(QUORUM_POLL_MS);
 	}
 	if (rc == 0) {

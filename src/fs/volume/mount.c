@@ -551,7 +551,12 @@ int rp_fs_mount(struct rp_poolset *ps, const struct rp_mount_opts *o, struct rp_
 	fs->ro = o->readonly;
 	ps->home_no_drop = o->readonly; /* (the writer decides who is in sync) */
 	fs->commit_ms = o->commit_ms ? o->commit_ms : 1000;
+	/* a pool down at the open is connected while the election waits for
+	 * it (a brief stall at mount time), never after: its identity is then
+	 * checked against the records as every pool's (state_load) */
+	atomic_store(&ps->reach_down, true);
 	rc = vol_find(ps, name, &fs->slot, &fs->vol);
+	atomic_store(&ps->reach_down, false);
 	if (rc < 0 && rc != -ENOENT && first_down(ps, err, errlen) < 0)
 		goto fail; /* the volume table is on no pool that answers */
 	if (rc < 0) {
