@@ -509,6 +509,11 @@ int rp_pool_reach(struct rp_poolset *ps, uint32_t pool)
 		return -ENOTCONN;
 	char err[320];
 	int rc = rp_pool_adopt(ps, pool, NULL, err, sizeof(err));
+	if (rc == 0 && ps->pools[pool].sb.bitmap_words) {
+		uint64_t r;
+		rp_random_bytes(&r, sizeof(r)); /* (as the open: clients start apart) */
+		ps->pools[pool].cursor = r % ps->pools[pool].sb.bitmap_words;
+	}
 	if (rc == 0)
 		rp_info("peer %u (%s:%u): reached, down when the pools were opened", pool,
 			ps->pools[pool].peer.host, ps->pools[pool].peer.port);
