@@ -57,6 +57,7 @@ struct rp_pool {
 	/* reconnected, its superblock not checked yet: not up for anyone */
 	_Atomic bool validating;
 	_Atomic uint64_t reach_ms; /* last rp_pool_reach attempt to adopt it */
+	_Atomic bool reached_late; /* adopted by rp_pool_reach (down at the open) */
 	/* Replicated volumes: data writes between their look at stale and
 	 * their end (replica.c), for rp_pool_writes_drain. */
 	_Atomic uint32_t writes_in;
@@ -229,9 +230,8 @@ int rp_pool_reach(struct rp_poolset *ps, uint32_t pool);
 /* Wait until every data write to copies that found the pool not stale has
  * ended (landed, or failed for good): the caller set stale first, so none
  * can start after. Up to ms; 0, or -ETIMEDOUT while one is still under
- * way (a write may wait for another thread's reconnect and then make its
- * own, and try once more on a new connection: three connect timeouts and
- * two operation timeouts). */
+ * way (for each copy a write may wait behind another thread's reconnect
+ * and make its own, ask the lease guard again, and post twice). */
 int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms);
 /* rp_pool_write of a copy's data blocks outside rp_poolset_rw (a resync of
  * diverged copies): counted as rp_poolset_rw counts its writes, and

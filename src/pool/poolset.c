@@ -479,6 +479,11 @@ int rp_pool_adopt(struct rp_poolset *ps, uint32_t pool, const uint8_t *expect_uu
 	if (rc == 0 && (rc = count_check(p)) < 0)
 		snprintf(err, errlen, "peer %u: reading the used-block count: %s", pool, strerror(-rc));
 	if (rc == 0) {
+		if (!p->opened && !atomic_load(&p->identity_gen) && sb.bitmap_words) {
+			uint64_t r; /* (a first reach: start apart, as the open does) */
+			rp_random_bytes(&r, sizeof(r));
+			p->cursor = r % sb.bitmap_words;
+		}
 		adopt_identity(p, &sb);
 		p->span_n = 0;
 		p->error = 0;
@@ -509,14 +514,11 @@ int rp_pool_reach(struct rp_poolset *ps, uint32_t pool)
 		return -ENOTCONN;
 	char err[320];
 	int rc = rp_pool_adopt(ps, pool, NULL, err, sizeof(err));
-	if (rc == 0 && ps->pools[pool].sb.bitmap_words) {
-		uint64_t r;
-		rp_random_bytes(&r, sizeof(r)); /* (as the open: clients start apart) */
-		ps->pools[pool].cursor = r % ps->pools[pool].sb.bitmap_words;
-	}
-	if (rc == 0)
+	if (rc == 0) {
+		atomic_store(&ps->pools[pool].reached_late, true);
 		rp_info("peer %u (%s:%u): reached, down when the pools were opened", pool,
 			ps->pools[pool].peer.host, ps->pools[pool].peer.port);
+	}
 	return rc;
 }
 

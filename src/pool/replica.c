@@ -392,9 +392,10 @@ static void test_stall_filling(struct rp_poolset *ps, const struct rp_io *ex, si
 	const char *v = getenv("RP_TEST_FILLING_WRITE_STALL_MS");
 	for (size_t j = 0; v && j < nex; j++) {
 		uint32_t pool = ex[j].pool;
+		if (!atomic_load(&ps->pools[pool].filling) || ex[j].len < 6 || !ex[j].buf)
+			continue;
 		const char *b = (const char *)rp_buf_data(ex[j].buf) + ex[j].buf_off;
-		if (!atomic_load(&ps->pools[pool].filling) || ex[j].len < 6 ||
-		    memcmp(b, "RPHOLD", 6) != 0 || atomic_exchange(&done, true))
+		if (memcmp(b, "RPHOLD", 6) != 0 || atomic_exchange(&done, true))
 			continue;
 		rp_warn("RP_TEST_FILLING_WRITE_STALL_MS: a write to filling peer %u held %s ms",
 			pool, v);

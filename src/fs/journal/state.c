@@ -271,6 +271,12 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 			 fs->vol.name, fs->vol.head.pool);
 		return -ESTALE;
 	}
+	/* a pool reached late (rp_pool_reach) is no copy to read until a
+	 * record names it (pool_identity clears the mark then): an empty
+	 * replacement read as the log's head would fail the mount */
+	for (uint32_t i = 0; rp_poolset_replicated(fs->ps) && i < fs->place.vol.nring; i++)
+		if (atomic_load(&fs->ps->pools[fs->place.vol.ring[i]].reached_late))
+			fs->ps->pools[fs->place.vol.ring[i]].stale = true;
 	free(fs->pool_ids);
 	fs->pool_ids = calloc(fs->ps->n, sizeof(*fs->pool_ids));
 	if (!fs->pool_ids)

@@ -597,7 +597,17 @@ static void online_give_back(struct rebuild *r)
 	fs->ps->pools[r->pool].filling = false;
 	rp_mutex_unlock(&fs->prealloc.mu);
 	rp_mutex_unlock(&fs->mu);
-	uint64_t bound = 3ull * fs->ps->connect_timeout_ms + 2ull * fs->ps->op_timeout_ms + 1000;
+	/* what one counted write may take: per copy a wait behind another
+	 * thread's reconnect and its own (a connect, the superblock and the
+	 * count each), the lease guard asked again up to three times, and
+	 * two posts */
+	uint64_t c = fs->ps->connect_timeout_ms, o = fs->ps->op_timeout_ms;
+	uint64_t bound = 2ull * fs->ps->place.replicas * (c + 2 * o) +
+			 3 * (fs->lease.held.period_ms + 2 * o) + 2 * o + 1000;
+	uint32_t under_way = atomic_load(&fs->ps->pools[r->pool].writes_in);
+	if (under_way)
+		rp_info("peer %u: waiting for %u write(s) to it under way before giving back the "
+			"blocks the stopped rebuild claimed", r->pool, under_way);
 	if (rp_pool_writes_drain(fs->ps, r->pool, bound) < 0) {
 		rp_warn("peer %u: a write to it is still under way after %llu ms: the blocks the "
 			"stopped rebuild claimed stay allocated ('rdmapool fsck --repair' frees them)",

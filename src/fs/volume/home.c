@@ -834,10 +834,15 @@ static int home_elect(struct rp_poolset *ps, uint32_t *auth)
 			break;
 		}
 		/* (re)connect, if it is back; one down since the open only
-		 * when its connect timeout ends before the deadline */
-		bool reach = rp_now_ms() + ps->connect_timeout_ms < deadline;
-		for (uint32_t i = 0; i < v->missing.n; i++)
-			reach ? rp_pool_reach(ps, v->missing.id[i]) : rp_pool_ensure(ps, v->missing.id[i]);
+		 * when its adoption (a connect, the superblock and the count)
+		 * ends before the deadline */
+		for (uint32_t i = 0; i < v->missing.n; i++) {
+			uint64_t takes = ps->connect_timeout_ms + 2ull * ps->op_timeout_ms;
+			if (rp_now_ms() + takes < deadline)
+				rp_pool_reach(ps, v->missing.id[i]);
+			else
+				rp_pool_ensure(ps, v->missing.id[i]);
+		}
 		rp_sleep_ms(QUORUM_POLL_MS);
 	}
 	if (rc == 0) {
