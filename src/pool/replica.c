@@ -386,10 +386,18 @@ int rp_pool_writes_drain(struct rp_poolset *ps, uint32_t pool, uint64_t ms)
  * N ms after its look at stale, as a wait for a reconnect would hold it
  * (the marker: a data write of the test's, not a log flush, which holds
  * fs->mu and so would keep the give-back waiting without any count). */
+static const char *stall_ms; /* read once: not a getenv per write batch */
+static pthread_once_t stall_once = PTHREAD_ONCE_INIT;
+static void stall_read_env(void)
+{
+	stall_ms = getenv("RP_TEST_FILLING_WRITE_STALL_MS");
+}
+
 static void test_stall_filling(struct rp_poolset *ps, const struct rp_io *ex, size_t nex)
 {
 	static atomic_bool done;
-	const char *v = getenv("RP_TEST_FILLING_WRITE_STALL_MS");
+	pthread_once(&stall_once, stall_read_env);
+	const char *v = stall_ms;
 	for (size_t j = 0; v && j < nex; j++) {
 		uint32_t pool = ex[j].pool;
 		if (!atomic_load(&ps->pools[pool].filling) || ex[j].len < 6 || !ex[j].buf)
