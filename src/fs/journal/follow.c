@@ -45,7 +45,7 @@ static int follow_apply(void *arg, const struct rp_rec *r)
 		 * block's previous owner's bytes). Read before the locks (a
 		 * network read must not hold up data reads), and a failed read
 		 * stops here: the transaction is applied on the next look. */
-		int rc = place_follow(c->fs);
+		int rc = place_follow(c->fs, c->fs->pool_ids);
 		if (rc < 0)
 			return rc;
 		rp_rwlock_wrlock(&c->fs->follow.apply, RP_LK_APPLY);
@@ -154,7 +154,7 @@ static int follow_reload(struct rp_fs *fs, const struct rp_volrec *v)
 	if (!tmp)
 		return -EIO;
 	/* as in follow_apply: the placement read after the log, before the locks */
-	int rc = place_follow(fs);
+	int rc = place_follow(fs, tmp->pool_ids);
 	if (rc < 0)
 		rp_warn("volume \"%s\": reading the placement: %s", v->name, strerror(-rc));
 	if (rc == 0) {
@@ -306,7 +306,7 @@ void follow_step(struct rp_fs *fs)
 	struct rp_volrec v;
 	if (vol_read(fs->ps, fs->slot, &v) < 0 || follow_older(fs, &v))
 		return;
-	place_follow(fs); /* copies the writer found stale (and came back) */
+	place_follow(fs, fs->pool_ids); /* copies the writer found stale (and came back) */
 	int rc = 0;
 	/* (a checkpoint the writer gave up may have reused the epoch: the
 	 * head says which log it is) */

@@ -228,7 +228,20 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
 	return 0;
 }
 
-int place_follow(struct rp_fs *fs)
+/* This mount holds another pool at ring pool id than the records name (a
+ * replacement the writer has not noticed, or cannot record: it holds the
+ * last current copy of some blocks), or reached it late and no record names
+ * it: no copy to read, whatever the writer's placement says (as replay
+ * decided, pool_identity; review 52). */
+static bool held_is_other(const struct rp_fs *fs, const struct rp_pool_id *ids, uint32_t id)
+{
+	const struct rp_pool *p = &fs->ps->pools[id];
+	if (!ids || !ids[id].known)
+		return atomic_load(&p->reached_late);
+	return p->present && p->sb.magic && memcmp(p->sb.pool_uuid, ids[id].uuid, 16) != 0;
+}
+
+int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids)
 {
 	struct rp_volplace pl;
 	if (!fs->place.installed || fs->place.vol.replicas < 2)
@@ -242,7 +255,8 @@ int place_follow(struct rp_fs *fs)
 	fs->place.vol = pl;
 	rp_mutex_unlock(&fs->place.mu);
 	for (uint32_t i = 0; i < pl.nring; i++)
-		fs->ps->pools[pl.ring[i]].stale = (pl.stale >> i) & 1;
+		fs->ps->pools[pl.ring[i]].stale = ((pl.stale >> i) & 1) ||
+						  held_is_other(fs, ids, pl.ring[i]);
 	return 0;
 }
 

@@ -24,6 +24,7 @@ struct rp_rec;
 struct rp_logw;
 struct rp_volrec;
 struct rp_progress;
+struct rp_pool_id;
 
 /* ---- placement of a volume's copies (placement.c) ---- */
 struct rp_volplace {
@@ -46,8 +47,10 @@ int place_ring_index(const struct rp_volplace *pl, uint32_t pool);
 /* Use pl for the pools from now on; stale ring members are left alone. */
 int place_install(struct rp_fs *fs, const struct rp_volplace *pl);
 void place_uninstall(struct rp_fs *fs);
-/* A read-only mount: take the writer's stale marks (and rebuilds) over. */
-int place_follow(struct rp_fs *fs);
+/* A read-only mount: take the writer's stale marks (and rebuilds) over,
+ * keeping its own on ring pools that hold another pool than ids (the
+ * records' uuids by peer id) name. */
+int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids);
 /* A read-write mount: record ring pools that are down (or replaced) as
  * stale now; the background thread calls it every tick. */
 int place_note_down(struct rp_fs *fs);
