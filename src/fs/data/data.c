@@ -397,7 +397,10 @@ static int alloc_range(struct rp_fs *fs, struct rp_inode *in, uint64_t fb, uint6
 			uint64_t stripe = b / fs->stripe_blocks;
 			uint64_t stripe_end = (stripe + 1) * fs->stripe_blocks;
 			uint32_t want = (uint32_t)RP_MIN(RP_MIN(gap_end, stripe_end) - b, 64);
-			uint32_t pool = rp_poolset_pick(fs->ps, in->ino * 7 + stripe);
+			/* successive inodes start on successive pools (it was
+			 * ino * 7: every file on the first of 7 or 14 pools;
+			 * the same as this for 2, 3 and 6 pools) */
+			uint32_t pool = rp_poolset_pick(fs->ps, in->ino + stripe);
 			struct rp_extent e;
 			int rc = alloc_blocks(fs, pool, want, &e);
 			if (rc < 0)
