@@ -232,7 +232,11 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl)
  * replacement the writer has not noticed, or cannot record: it holds the
  * last current copy of some blocks), or reached it late and no record names
  * it: no copy to read, whatever the writer's placement says (as replay
- * decided, pool_identity; review 52). */
+ * decided, pool_identity; review 52). reached_late is never cleared: once a
+ * record names the pool, ids[id] decides (checkpoints name every known
+ * pool again). In a reload, ids are the new log's, while the old namespace
+ * is still served: safe, as the writer names a new pool only once it is
+ * current and filled, blocks held for readers included. */
 static bool held_is_other(const struct rp_fs *fs, const struct rp_pool_id *ids, uint32_t id)
 {
 	const struct rp_pool *p = &fs->ps->pools[id];
@@ -249,7 +253,9 @@ int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids)
 	int rc = place_read(fs->ps, fs->slot, &pl);
 	if (rc < 0)
 		return rc;
-	if (pl.seq == fs->place.vol.seq || pl.nring != fs->place.vol.nring)
+	/* (the ring never changes: one that differs is not this volume's) */
+	if (pl.seq == fs->place.vol.seq || pl.nring != fs->place.vol.nring ||
+	    memcmp(pl.ring, fs->place.vol.ring, pl.nring * sizeof(pl.ring[0])) != 0)
 		return 0;
 	rp_mutex_lock(&fs->place.mu, RP_LK_PLACE);
 	fs->place.vol = pl;
@@ -257,6 +263,10 @@ int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids)
 	for (uint32_t i = 0; i < pl.nring; i++)
 		fs->ps->pools[pl.ring[i]].stale = ((pl.stale >> i) & 1) ||
 						  held_is_other(fs, ids, pl.ring[i]);
+	char d[256];
+	place_describe(&pl, d, sizeof(d));
+	rp_info("volume \"%s\": the writer's placement %llu: %s", fs->vol.name,
+		(unsigned long long)pl.seq, d);
 	return 0;
 }
 

@@ -49,7 +49,8 @@ int place_install(struct rp_fs *fs, const struct rp_volplace *pl);
 void place_uninstall(struct rp_fs *fs);
 /* A read-only mount: take the writer's stale marks (and rebuilds) over,
  * keeping its own on ring pools that hold another pool than ids (the
- * records' uuids by peer id) name. */
+ * records' uuids by peer id) name, or that it reached late and ids do not
+ * name (ids NULL: none named). */
 int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids);
 /* A read-write mount: record ring pools that are down (or replaced) as
  * stale now; the background thread calls it every tick. */
