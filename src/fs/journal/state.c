@@ -315,11 +315,12 @@ int state_load(struct rp_fs *fs, struct rp_extvec *segs, char *err, size_t errle
 			rp_warn("peer %u holds a new pool: its copies of volume \"%s\" are gone "
 				"until 'rdmapool rebuild'", fs->place.vol.ring[i], fs->vol.name);
 	char on[64] = "";
-	for (size_t i = 0, o = 0; i < segs->n && o + 12 < sizeof(on); i++)
+	size_t i = 0;
+	for (size_t o = 0; i < segs->n && o + 12 < sizeof(on); i++)
 		o += (size_t)snprintf(on + o, sizeof(on) - o, " %u", segs->v[i].pool);
 	rp_info("volume \"%s\": %llu records replayed, %zu inodes, %zu log segments (on peers%s%s)",
 		fs->vol.name, (unsigned long long)records, fs->it.n, segs->n, on,
-		strlen(on) + 12 >= sizeof(on) ? " ..." : "");
+		i < segs->n ? " ..." : "");
 	return 0;
 }
 
