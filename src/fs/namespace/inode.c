@@ -105,6 +105,10 @@ void inode_to_attr(const struct rp_inode *in, uint32_t block_size, struct rp_att
 	a->uid = in->uid;
 	a->gid = in->gid;
 	a->size = S_ISLNK(in->mode) && in->target ? strlen(in->target) : in->size;
+	/* a directory's size as tmpfs counts it: 20 bytes an entry, . and ..
+	 * included (programs compare with it; POSIX says nothing) */
+	if (S_ISDIR(in->mode))
+		a->size = 20 * ((in->dir ? in->dir->live : 0) + 2);
 	a->rdev = in->rdev;
 	a->atime = in->atime;
 	a->mtime = in->mtime;
