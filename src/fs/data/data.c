@@ -16,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_FILE_SIZE (1ull << 50)
+/* as tmpfs and the kernel's FUSE client: 2^63 - 1 bytes (block numbers
+ * stay below 2^52, and a block's end below 2^64, in every computation) */
+#define MAX_FILE_SIZE ((uint64_t)INT64_MAX)
 
 /* Reads and writes hold a buffer while they wait for fs->mu; the log flush
  * takes one with fs->mu held. So reads and writes never take the last one:
@@ -713,7 +715,7 @@ int data_truncate(struct rp_fs *fs, struct rp_inode *in, uint64_t size)
 	size_t n = 0;
 	int rc;
 
-	if (size >= MAX_FILE_SIZE)
+	if (size > MAX_FILE_SIZE)
 		return -EFBIG;
 	if (size > in->size && (rc = data_zero_tail(fs, in, size)) < 0)
 		return map_err(rc);
