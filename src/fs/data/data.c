@@ -16,8 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* as tmpfs and the kernel's FUSE client: 2^63 - 1 bytes (block numbers
- * stay below 2^52, and a block's end below 2^64, in every computation) */
+/* as tmpfs and the kernel's FUSE client: 2^63 - 1 bytes (a block's end,
+ * at most 2^63 for every power-of-two block size, stays below 2^64 in
+ * every computation) */
 #define MAX_FILE_SIZE ((uint64_t)INT64_MAX)
 
 /* Reads and writes hold a buffer while they wait for fs->mu; the log flush
@@ -672,6 +673,15 @@ static int zero_mapped(struct rp_fs *fs, struct rp_inode *in, uint64_t from, uin
 	if (rc < 0)
 		return rc;
 	while (from < to && rc == 0) {
+		/* holes are skipped whole: a range of 2^63 bytes would
+		 * otherwise be walked in 4 GiB pieces, for seconds, under
+		 * fs->mu */
+		size_t x = emap_find(&in->map, from / fs->block_size);
+		if (x == in->map.n)
+			break;
+		from = RP_MAX(from, in->map.v[x].fblock * fs->block_size);
+		if (from >= to)
+			break;
 		size_t n = map_pieces(fs, in, from, to - from, ps, 64);
 		for (size_t i = 0; i < n && rc == 0; i++)
 			if (ps[i].pool >= 0)
@@ -785,14 +795,14 @@ static int allocate(struct rp_fs *fs, struct rp_inode *in, uint64_t off, uint64_
 	struct rp_fext *runs = NULL;
 	size_t nruns = 0;
 	int rc = 0;
-	if (zero) {
-		/* before the new blocks are mapped, so only old ones are zeroed */
+	rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
+	if (rc == 0 && zero) {
+		/* once the blocks are had (an ENOSPC changes no byte), and
+		 * before the new ones are mapped, so only old ones are zeroed */
 		rp_mutex_lock(&fs->mu, RP_LK_FS);
 		rc = zero_mapped(fs, in, off, off + len);
 		rp_mutex_unlock(&fs->mu);
 	}
-	if (rc == 0)
-		rc = alloc_range(fs, in, off / B, (off + len + B - 1) / B - off / B, &runs, &nruns);
 	if (rc == 0)
 		rc = zero_new(fs, runs, nruns, 0, 0, NULL);
 	if (rc == 0) {
