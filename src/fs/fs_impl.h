@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* what each folder offers (in the order their types build on each other) */
 #include "data/data.h"
@@ -167,6 +168,14 @@ struct rp_fs {
 		struct rp_hist lease_renew;
 	} stats;
 };
+
+/* Does pool p, as this process read its superblock, hold another pool than
+ * uuid (a replacement: formatted again, or started without its backing
+ * file)? A pool not reached yet holds nothing known: no. */
+static inline bool fs_pool_holds_other(const struct rp_pool *p, const uint8_t uuid[16])
+{
+	return p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
+}
 
 /* admin/fsck.c: fsck's checks of the namespace itself (every name's inode
  * exists, link counts) over one built from records, as fsck runs them after

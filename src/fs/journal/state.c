@@ -72,7 +72,7 @@ static int pool_identity(struct rp_fs *fs, uint32_t id, const uint8_t uuid[16])
 	if (id >= fs->ps->n)
 		return 0; /* not listed: the extents on it say so, if any */
 	struct rp_pool *p = &fs->ps->pools[id];
-	bool differs = p->present && p->sb.magic && memcmp(p->sb.pool_uuid, uuid, 16) != 0;
+	bool differs = fs_pool_holds_other(p, uuid);
 	int ri = rp_poolset_replicated(fs->ps) ? place_ring_index(&fs->place.vol, id) : -1;
 	if (differs && ri >= 0) {
 		p->stale = true; /* said after replay, if no later record clears it */

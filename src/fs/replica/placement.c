@@ -242,7 +242,7 @@ static bool held_is_other(const struct rp_fs *fs, const struct rp_pool_id *ids, 
 	const struct rp_pool *p = &fs->ps->pools[id];
 	if (!ids || !ids[id].known)
 		return atomic_load(&p->reached_late);
-	return p->present && p->sb.magic && memcmp(p->sb.pool_uuid, ids[id].uuid, 16) != 0;
+	return fs_pool_holds_other(p, ids[id].uuid);
 }
 
 int place_follow(struct rp_fs *fs, const struct rp_pool_id *ids)
